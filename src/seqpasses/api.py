@@ -1,0 +1,79 @@
+"""The public entry point: :func:`optimize` on a ModelProto, an onnx_ir Model or a path."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import overload
+
+import onnx
+import onnx_ir as ir
+
+from seqpasses.passes.fold import FoldOptions, FoldSequencesPass
+from seqpasses.report import Report, count_ops
+
+__all__ = ["optimize", "optimize_ir"]
+
+
+def optimize_ir(
+    model: ir.Model,
+    *,
+    freeze_inputs: bool = False,
+    strict_spec: bool = False,
+    report: Report | None = None,
+) -> ir.Model:
+    """Optimize ``model`` in place and return it; fill ``report`` when given."""
+    report = report if report is not None else Report()
+    report.ops_before = count_ops(model)
+    options = FoldOptions(freeze_inputs=freeze_inputs, strict_spec=strict_spec)
+    start = time.perf_counter()
+    FoldSequencesPass(options, report)(model)
+    report.timings["passes"] = time.perf_counter() - start
+    report.ops_after = count_ops(model)
+    return model
+
+
+@overload
+def optimize(
+    model: onnx.ModelProto, *, freeze_inputs: bool = ..., strict_spec: bool = ...,
+    report: Report | None = ...,
+) -> onnx.ModelProto: ...
+
+
+@overload
+def optimize(
+    model: ir.Model, *, freeze_inputs: bool = ..., strict_spec: bool = ...,
+    report: Report | None = ...,
+) -> ir.Model: ...
+
+
+@overload
+def optimize(
+    model: str | os.PathLike[str], *, freeze_inputs: bool = ..., strict_spec: bool = ...,
+    report: Report | None = ...,
+) -> onnx.ModelProto: ...
+
+
+def optimize(
+    model: onnx.ModelProto | ir.Model | str | os.PathLike[str],
+    *,
+    freeze_inputs: bool = False,
+    strict_spec: bool = False,
+    report: Report | None = None,
+) -> onnx.ModelProto | ir.Model:
+    """Remove every sequence op whose sequence is known before run time.
+
+    - an ``onnx.ModelProto`` gives a new ``ModelProto`` (the argument is not changed);
+    - an ``onnx_ir.Model`` is optimized in place and returned;
+    - a path is loaded and gives a ``ModelProto``.
+
+    ``freeze_inputs`` treats initializers that are also graph inputs as constants;
+    ``strict_spec`` follows the ONNX spec where ONNX Runtime departs from it (see README).
+    Pass a :class:`~seqpasses.report.Report` to learn what changed and what was left, and why.
+    """
+    kwargs = {"freeze_inputs": freeze_inputs, "strict_spec": strict_spec, "report": report}
+    if isinstance(model, ir.Model):
+        return optimize_ir(model, **kwargs)  # type: ignore[arg-type]
+    if isinstance(model, onnx.ModelProto):
+        return ir.serde.serialize_model(optimize_ir(ir.serde.deserialize_model(model), **kwargs))  # type: ignore[arg-type]
+    return ir.serde.serialize_model(optimize_ir(ir.load(os.fspath(model)), **kwargs))  # type: ignore[arg-type]

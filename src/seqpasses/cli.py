@@ -1,0 +1,118 @@
+"""The ``seqpasses`` command line.
+
+Exit codes: 0 done, 1 ``--check`` found a difference (no output written), 2 bad input or usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import onnx_ir as ir
+
+from seqpasses import __version__
+from seqpasses.api import optimize_ir
+from seqpasses.io import BadInputError, load_model, save_model
+from seqpasses.report import Report
+from seqpasses.verify import verify
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="seqpasses",
+        description="Remove ONNX sequence ops whose length is known before run time.",
+    )
+    parser.add_argument("--version", action="version", version=f"seqpasses {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    opt = commands.add_parser("optimize", help="fold and lower sequence ops in a model")
+    opt.add_argument("input", type=Path, help="the .onnx model to optimize")
+    opt.add_argument("-o", "--output", type=Path, required=True, help="where to write the result")
+    opt.add_argument("--check", action="store_true",
+                     help="run both models on random inputs and fail on any difference")
+    opt.add_argument("--check-runs", type=int, default=3, metavar="N",
+                     help="how many random input sets --check uses (default 3)")
+    opt.add_argument("--freeze-inputs", action="store_true",
+                     help="treat initializers that are also graph inputs as constants")
+    opt.add_argument("--strict-spec", action="store_true",
+                     help="follow the ONNX spec where ONNX Runtime departs from it")
+    opt.add_argument("--report", type=Path, metavar="FILE", help="write a JSON report of the run")
+    opt.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    opt.add_argument("-v", "--verbose", action="store_true", help="list every rewrite")
+    return parser
+
+
+def _optimize(args: argparse.Namespace) -> int:
+    if args.check_runs < 1:
+        raise BadInputError("--check-runs must be at least 1")
+    if not args.output.parent.exists():
+        raise BadInputError(f"{args.output.parent}: output folder does not exist")
+    if args.output.resolve() == args.input.resolve():
+        raise BadInputError(f"{args.output}: refusing to overwrite the input file")
+    start = time.perf_counter()
+    model = load_model(args.input)
+    report = Report()
+    report.timings["load"] = time.perf_counter() - start
+    original = ir.serde.serialize_model(model) if args.check else None
+    optimize_ir(model, freeze_inputs=args.freeze_inputs, strict_spec=args.strict_spec, report=report)
+    verdict = None
+    if original is not None:
+        start = time.perf_counter()
+        verdict = verify(original, ir.serde.serialize_model(model), runs=args.check_runs,
+                         strict_spec=args.strict_spec)
+        report.timings["check"] = time.perf_counter() - start
+    if verdict is not None and not verdict.ok:
+        print(f"seqpasses: check failed, no output written: {verdict.mismatch}", file=sys.stderr)
+        _write_report(args, report, verdict.ok, str(verdict))
+        return 1
+    start = time.perf_counter()
+    save_model(model, args.output)
+    report.timings["save"] = time.perf_counter() - start
+    _write_report(args, report, None if verdict is None else verdict.ok,
+                  None if verdict is None else str(verdict))
+    if not args.quiet:
+        print(report.table())
+        if args.verbose:
+            for rewrite in report.rewrites:
+                print(f"  rewrite {rewrite.rule}: {rewrite.op_type} '{rewrite.node}' {rewrite.detail}")
+        for left in report.left:
+            print(f"  left {left.op_type} '{left.node}' ({left.graph or 'main'}): {left.detail}")
+        for note in report.notes:
+            print(f"  note: {note}")
+        if verdict is not None:
+            print(verdict)
+        print(f"wrote {args.output}")
+    return 0
+
+
+def _write_report(args: argparse.Namespace, report: Report, ok: bool | None, text: str | None) -> None:
+    if args.report is None:
+        return
+    data = report.as_dict()
+    data["input"] = str(args.input)
+    data["output"] = str(args.output) if ok is not False else None
+    data["check"] = None if ok is None else {"ok": ok, "result": text}
+    args.report.write_text(json.dumps(data, indent=2) + "\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "optimize":
+            return _optimize(args)
+    except BadInputError as error:
+        print(f"seqpasses: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""Dimension arithmetic: sums of dims that keep symbolic names instead of dropping them.
+
+A dim is an ``int``, a named :class:`onnx_ir.SymbolicDim` or an unnamed one (unknown).
+Sums of named dims become linear expressions written in one canonical form
+(``N+M``, ``3*N``, ``N+2``): terms sorted by name, constant last, so that the same sum
+is always spelled the same way and re-parsing what we wrote gives the same terms.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import onnx_ir as ir
+
+__all__ = ["Dim", "add_dims", "dim_of"]
+
+Dim = int | ir.SymbolicDim
+
+_TERM = re.compile(r"^(?:(\d+)\*)?([A-Za-z_][A-Za-z0-9_]*|\([^()]*\))$")
+
+
+def _parse(name: str) -> Counter[str] | None:
+    """Parse a linear expression we may have written earlier; ``None`` when not one."""
+    terms: Counter[str] = Counter()
+    for raw in name.split("+"):
+        part = raw.strip()
+        if part.isdigit():
+            terms[""] += int(part)
+            continue
+        match = _TERM.match(part)
+        if match is None:
+            return None
+        terms[match.group(2)] += int(match.group(1) or 1)
+    return terms
+
+
+def _terms_of(dim: Dim) -> Counter[str] | None:
+    if isinstance(dim, int):
+        return Counter({"": dim})
+    if dim.value is None:
+        return None
+    parsed = _parse(dim.value)
+    if parsed is not None:
+        return parsed
+    # An atomic name with operators in it (``s0 - 1``): keep it whole, in parentheses.
+    return Counter({f"({dim.value})": 1})
+
+
+def _format(terms: Counter[str]) -> Dim:
+    constant = terms.pop("", 0)
+    parts = [name if k == 1 else f"{k}*{name}" for name, k in sorted(terms.items()) if k]
+    if not parts:
+        return constant
+    if constant:
+        parts.append(str(constant))
+    return ir.SymbolicDim("+".join(parts))
+
+
+def add_dims(dims: list[Dim]) -> Dim:
+    """The sum of ``dims``; unnamed (unknown) when any of them is unknown."""
+    total: Counter[str] = Counter()
+    for dim in dims:
+        terms = _terms_of(dim)
+        if terms is None:
+            return ir.SymbolicDim(None)
+        total.update(terms)
+    return _format(total)
+
+
+def dim_of(dim: object) -> Dim:
+    """Normalize whatever an ``ir.Shape`` yields into a :data:`Dim`."""
+    if isinstance(dim, int):
+        return dim
+    if isinstance(dim, ir.SymbolicDim):
+        return dim
+    return ir.SymbolicDim(None)

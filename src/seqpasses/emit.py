@@ -1,0 +1,178 @@
+"""Build the plain ops that replace sequence ops, in the form the model's opset allows.
+
+- ``Unsqueeze``/``Squeeze``: ``axes`` is an attribute before opset 13, a 1-D int64 input from 13.
+- ``Split``: ``split`` is an attribute before 13, an input from 13; seqpasses always passes
+  explicit sizes, so ``num_outputs`` (opset 18+) is never needed.
+
+Every new value gets its dtype and, where it follows from the inputs, its shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+import onnx_ir as ir
+
+from seqpasses.dims import Dim, add_dims, dim_of
+
+__all__ = ["Emitter"]
+
+
+def _shape_dims(value: ir.Value) -> list[Dim] | None:
+    if value.shape is None:
+        return None
+    return [dim_of(d) for d in value.shape]
+
+
+class Owner(Protocol):
+    """Who keeps the record of new nodes: their names and the set of nodes created."""
+
+    created: set[ir.Node]
+    constants: dict[tuple[int, tuple[int, ...]], ir.Value]
+
+    def next_name(self, base: str, op_type: str) -> str: ...
+
+
+class Emitter:
+    """Inserts new nodes into ``graph`` before ``anchor`` (at the end when ``None``)."""
+
+    def __init__(
+        self, graph: ir.Graph | ir.Function, anchor: ir.Node | None, opset: int, owner: Owner
+    ) -> None:
+        self.graph = graph
+        self.anchor = anchor
+        self.opset = opset
+        self.owner = owner
+
+    def _add(
+        self,
+        op_type: str,
+        inputs: Sequence[ir.Value | None],
+        attributes: dict[str, object] | None = None,
+        num_outputs: int = 1,
+    ) -> ir.Node:
+        base = (self.anchor.name or self.anchor.op_type) if self.anchor else "output"
+        node = ir.node(
+            op_type,
+            list(inputs),
+            attributes,  # type: ignore[arg-type]
+            num_outputs=num_outputs,
+            name=self.owner.next_name(base, op_type),
+        )
+        if self.anchor is None:
+            self.graph.append(node)
+        else:
+            self.graph.insert_before(self.anchor, node)
+        self.owner.created.add(node)
+        return node
+
+    def constant(self, array: np.ndarray) -> ir.Value:
+        tensor = ir.tensor(array)
+        out = self._add("Constant", [], {"value": tensor}).outputs[0]
+        out.type = ir.TensorType(tensor.dtype)
+        out.shape = ir.Shape(list(array.shape))
+        out.const_value = tensor
+        return out
+
+    def int64s(self, values: Sequence[int]) -> ir.Value:
+        """A 1-D int64 Constant, shared by every use in the same graph during one walk."""
+        key = (id(self.graph), tuple(values))
+        cached = self.owner.constants.get(key)
+        if cached is None:
+            cached = self.constant(np.array(list(values), dtype=np.int64))
+            if self.anchor is not None:
+                self.owner.constants[key] = cached
+        return cached
+
+    def identity(self, x: ir.Value) -> ir.Value:
+        out = self._add("Identity", [x]).outputs[0]
+        _copy_type(x, out)
+        return out
+
+    def unsqueeze(self, x: ir.Value, axis: int) -> ir.Value:
+        if self.opset < 13:
+            node = self._add("Unsqueeze", [x], {"axes": [axis]})
+        else:
+            node = self._add("Unsqueeze", [x, self.int64s([axis])])
+        out = node.outputs[0]
+        out.type = x.type
+        dims = _shape_dims(x)
+        if dims is not None and 0 <= axis <= len(dims):
+            out.shape = ir.Shape([*dims[:axis], 1, *dims[axis:]])
+        return out
+
+    def squeeze(self, x: ir.Value, axis: int) -> ir.Value:
+        if self.opset < 13:
+            node = self._add("Squeeze", [x], {"axes": [axis]})
+        else:
+            node = self._add("Squeeze", [x, self.int64s([axis])])
+        out = node.outputs[0]
+        out.type = x.type
+        dims = _shape_dims(x)
+        if dims is not None and 0 <= axis < len(dims):
+            out.shape = ir.Shape(dims[:axis] + dims[axis + 1 :])
+        return out
+
+    def concat(self, inputs: Sequence[ir.Value], axis: int) -> ir.Value:
+        out = self._add("Concat", inputs, {"axis": axis}).outputs[0]
+        out.type = inputs[0].type
+        out.shape = concat_shape(inputs, axis)
+        return out
+
+    def split(self, x: ir.Value, axis: int, sizes: Sequence[int]) -> list[ir.Value]:
+        if self.opset < 13:
+            node = self._add("Split", [x], {"axis": axis, "split": list(sizes)}, len(sizes))
+        else:
+            node = self._add("Split", [x, self.int64s(sizes)], {"axis": axis}, len(sizes))
+        dims = _shape_dims(x)
+        for out, size in zip(node.outputs, sizes, strict=True):
+            out.type = x.type
+            if dims is not None and 0 <= axis < len(dims):
+                out.shape = ir.Shape([*dims[:axis], size, *dims[axis + 1 :]])
+        return list(node.outputs)
+
+    def sequence_construct(self, elements: Sequence[ir.Value], like: ir.Value) -> ir.Value:
+        out = self._add("SequenceConstruct", elements).outputs[0]
+        _copy_type(like, out)
+        return out
+
+    def sequence_empty(self, dtype: ir.DataType | None, like: ir.Value) -> ir.Value:
+        attributes: dict[str, object] = {}
+        if dtype is not None:
+            attributes["dtype"] = int(dtype)
+        out = self._add("SequenceEmpty", [], attributes).outputs[0]
+        _copy_type(like, out)
+        return out
+
+
+def concat_shape(inputs: Sequence[ir.Value], axis: int) -> ir.Shape | None:
+    """Concat's output shape: the axis dims summed, the others taken from any input that knows them."""
+    shapes = [_shape_dims(v) for v in inputs]
+    if any(s is None for s in shapes):
+        return None
+    known = [s for s in shapes if s is not None]
+    rank = len(known[0])
+    if any(len(s) != rank for s in known) or not 0 <= axis < rank:
+        return None
+    dims: list[Dim] = []
+    for i in range(rank):
+        if i == axis:
+            dims.append(add_dims([s[i] for s in known]))
+            continue
+        pick: Dim = known[0][i]
+        for s in known:
+            if isinstance(s[i], int) or (isinstance(pick, ir.SymbolicDim) and pick.value is None):
+                pick = s[i]
+                if isinstance(pick, int):
+                    break
+        dims.append(pick)
+    return ir.Shape(dims)
+
+
+def _copy_type(source: ir.Value, target: ir.Value) -> None:
+    if source.type is not None:
+        target.type = source.type
+    if source.shape is not None:
+        target.shape = source.shape

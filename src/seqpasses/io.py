@@ -1,0 +1,72 @@
+"""Loading and saving models with one-line errors and no half-written files."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import onnx
+import onnx_ir as ir
+from google.protobuf.message import DecodeError
+
+__all__ = ["BadInputError", "load_model", "save_model"]
+
+
+class BadInputError(Exception):
+    """The input cannot be optimized; the message is one line for the user."""
+
+
+def load_model(path: str | os.PathLike[str]) -> ir.Model:
+    """Load and check a model file, raising :class:`BadInputError` with a one-line reason."""
+    file = Path(path)
+    if not file.exists():
+        raise BadInputError(f"{file}: no such file")
+    if file.is_dir():
+        raise BadInputError(f"{file}: is a directory, not a model file")
+    if file.stat().st_size == 0:
+        raise BadInputError(f"{file}: the file is empty")
+    try:
+        proto = onnx.load(os.fspath(file), load_external_data=False)
+    except (DecodeError, ValueError, RuntimeError, OSError) as error:
+        raise BadInputError(f"{file}: not an ONNX model ({_first_line(error)})") from None
+    if not proto.HasField("graph") or not proto.graph.node and not proto.graph.output:
+        raise BadInputError(f"{file}: not an ONNX model (no graph)")
+    if not any(op.domain in ("", "ai.onnx") for op in proto.opset_import):
+        raise BadInputError(f"{file}: the model imports no ONNX opset (opset_import is empty)")
+    try:
+        onnx.checker.check_model(os.fspath(file))
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as error:
+        raise BadInputError(f"{file}: the model fails the ONNX checker: {_first_line(error)}") from None
+    except Exception as error:
+        raise BadInputError(f"{file}: the model fails the ONNX checker: {_first_line(error)}") from None
+    model = ir.serde.deserialize_model(proto)
+    # External weights stay on disk until something reads them.
+    ir.external_data.set_base_dir(model.graph, file.resolve().parent)
+    return model
+
+
+def save_model(model: ir.Model, path: str | os.PathLike[str]) -> None:
+    """Write ``model`` to ``path`` through a temporary file in the same folder, then rename."""
+    target = Path(path)
+    if not target.parent.exists():
+        raise BadInputError(f"{target.parent}: output folder does not exist")
+    if target.is_dir():
+        raise BadInputError(f"{target}: is a directory")
+    descriptor, temporary = tempfile.mkstemp(
+        prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
+    )
+    os.close(descriptor)
+    try:
+        proto = ir.serde.serialize_model(model)
+        with open(temporary, "wb") as handle:
+            handle.write(proto.SerializeToString(deterministic=True))
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__

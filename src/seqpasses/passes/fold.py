@@ -1,0 +1,529 @@
+"""Fold and lower sequence ops whose sequence is known before run time.
+
+One walk over each graph in order pushes the abstract sequence value
+(:class:`~seqpasses.sequence.StaticSequence` or :class:`~seqpasses.sequence.Unknown`)
+forward with one transfer function per op, and rewrites the ops that read a static
+sequence as soon as it is known:
+
+1. ``SequenceAt(s, const)`` -> the element itself.
+2. ``SequenceLength(s)`` -> an int64 scalar ``Constant``.
+3. ``ConcatFromSequence(s)`` -> ``Concat`` (``new_axis=0``) or ``Unsqueeze`` + ``Concat``
+   (``new_axis=1``); one element -> the element or its ``Unsqueeze``.
+4. ``SplitToSequence(x, split?)`` -> ``Split`` (+ ``Squeeze`` where the op squeezes), whose
+   outputs become the static sequence.
+5. A static sequence that must stay a sequence (a graph output, or the input of an op that
+   needs one) is written in canonical form: one ``SequenceConstruct`` of its elements, or
+   ``SequenceEmpty`` with its dtype.
+
+Nothing is rewritten that cannot be proven: an unknown position, an out-of-range position, an
+unknown rank or dim the rewrite needs. Such a node stays and its reason is recorded. Dead
+producers are then removed with onnx_ir's :class:`RemoveUnusedNodesPass`.
+
+Subgraphs (``If``/``Loop``/``Scan`` bodies) are walked inside the walk of their parent, so a
+static sequence from the enclosing scope is static inside a body; model-local functions are
+walked with their own opset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import onnx_ir as ir
+import onnx_ir.passes.common as common_passes
+
+from seqpasses.emit import Emitter
+from seqpasses.report import SEQUENCE_OPS, Report, Rewrite
+from seqpasses.sequence import PositionError, StaticSequence, Unknown, normalize_at_position
+
+__all__ = ["FoldOptions", "FoldSequencesPass"]
+
+_DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+@dataclass(frozen=True)
+class FoldOptions:
+    """Choices a caller makes explicitly.
+
+    ``freeze_inputs``: treat initializers that are also graph inputs as constants (a caller
+    could override them at run time, so by default they are not).
+    ``strict_spec``: follow the ONNX spec for ``SplitToSequence`` with a scalar split of 1 and
+    ``keepdims=0`` (elements keep the axis) instead of ONNX Runtime and PyTorch (squeezed).
+    """
+
+    freeze_inputs: bool = False
+    strict_spec: bool = False
+
+
+@dataclass
+class _Scope:
+    graph: ir.Graph | ir.Function
+    path: str
+    opset: int
+
+
+class _Folder:
+    def __init__(self, options: FoldOptions, report: Report) -> None:
+        self.options = options
+        self.report = report
+        self.state: dict[ir.Value, StaticSequence | Unknown] = {}
+        self.reasons: dict[ir.Node, str] = {}
+        self.paths: dict[ir.Node, str] = {}
+        self.created: set[ir.Node] = set()
+        self.constants: dict[tuple[int, tuple[int, ...]], ir.Value] = {}
+        self.materialized: dict[tuple[int, tuple[ir.Value, ...], Any], ir.Value] = {}
+        self.rewrote = False
+        self.counter = 0
+
+    # -- walking ---------------------------------------------------------------------------
+
+    def run_graph(self, scope: _Scope) -> None:
+        for node in list(scope.graph):
+            for attr in node.attributes.values():
+                if attr.is_ref():
+                    continue
+                if attr.type == ir.AttributeType.GRAPH:
+                    self._run_subgraph(attr.as_graph(), scope, node, attr.name)
+                elif attr.type == ir.AttributeType.GRAPHS:
+                    for k, sub in enumerate(attr.as_graphs()):
+                        self._run_subgraph(sub, scope, node, f"{attr.name}[{k}]")
+            if node.domain not in _DEFAULT_DOMAINS:
+                continue
+            self.paths[node] = scope.path
+            handler = _TRANSFER.get(node.op_type)
+            done = handler(self, node, scope) if handler is not None else False
+            if not done:
+                self._fallback(node, scope)
+        self._canonicalize_outputs(scope)
+
+    def _run_subgraph(self, graph: ir.Graph, scope: _Scope, node: ir.Node, attr: str) -> None:
+        name = node.name or node.op_type
+        self.run_graph(_Scope(graph, f"{scope.path}/{name}.{attr}", scope.opset))
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def emitter(self, scope: _Scope, anchor: ir.Node | None) -> Emitter:
+        return Emitter(scope.graph, anchor, scope.opset, self)
+
+    def next_name(self, base: str, op_type: str) -> str:
+        self.counter += 1
+        return f"{base}/{op_type}_{self.counter}"
+
+    def static(self, value: ir.Value | None) -> StaticSequence | None:
+        if value is None:
+            return None
+        known = self.state.get(value)
+        return known if isinstance(known, StaticSequence) else None
+
+    def why_unknown(self, value: ir.Value | None) -> str:
+        if value is None:
+            return "input is missing"
+        known = self.state.get(value)
+        if isinstance(known, Unknown):
+            return known.reason
+        if value.is_graph_input():
+            return f"sequence '{value.name}' is a graph input"
+        producer = value.producer()
+        if producer is None:
+            return f"sequence '{value.name}' comes from an enclosing scope that is not static"
+        return f"sequence comes from {producer.op_type} '{producer.name}', not statically known"
+
+    def const_int(self, value: ir.Value) -> tuple[int | None, str]:
+        """The integer a position input holds, or ``None`` and why not."""
+        if value.is_graph_input() and not self.options.freeze_inputs:
+            if value.const_value is not None:
+                return None, (
+                    f"position '{value.name}' is an initializer that is also a graph input "
+                    "(the caller may override it; --freeze-inputs treats it as constant)"
+                )
+            return None, f"position '{value.name}' is a graph input, known only at run time"
+        try:
+            tensor = ir.convenience.get_const_tensor(value)
+        except ValueError:
+            tensor = None
+        if tensor is None:
+            return None, f"position '{value.name}' is known only at run time"
+        if tensor.dtype not in (ir.DataType.INT32, ir.DataType.INT64):
+            return None, f"position '{value.name}' has type {tensor.dtype}, not int32/int64"
+        array = tensor.numpy()
+        if array.size != 1:
+            return None, f"position '{value.name}' has {array.size} elements, not one"
+        return int(array.reshape(-1)[0]), ""
+
+    def const_array(self, value: ir.Value) -> np.ndarray | None:
+        if value.is_graph_input() and not self.options.freeze_inputs:
+            return None
+        try:
+            tensor = ir.convenience.get_const_tensor(value)
+        except ValueError:
+            return None
+        if tensor is None or tensor.dtype not in (ir.DataType.INT32, ir.DataType.INT64):
+            return None
+        return tensor.numpy()
+
+    def leave(self, node: ir.Node, reason: str) -> bool:
+        self.reasons[node] = reason
+        for out in node.outputs:
+            if out.type is None or isinstance(out.type, ir.SequenceType) or out in self.state:
+                self.state[out] = Unknown(reason)
+        return False
+
+    def applied(self, rule: str, node: ir.Node, detail: str = "") -> bool:
+        self.rewrote = True
+        self.report.rewrites.append(
+            Rewrite(rule, node.name or "", node.op_type, self.paths.get(node, ""), detail)
+        )
+        return True
+
+    def replace(self, old: ir.Value, new: ir.Value, scope: _Scope) -> None:
+        """Point every use of ``old`` at ``new``; graph outputs keep their name and order."""
+        for index, out in enumerate(list(scope.graph.outputs)):
+            if out is not old:
+                continue
+            fresh = (
+                new.producer() in self.created
+                and new.graph is scope.graph
+                and not new.is_graph_output()
+                and not new.is_graph_input()
+            )
+            target = new if fresh else self.emitter(scope, None).identity(new)
+            self._take_output_slot(scope, index, old, target)
+        old.replace_all_uses_with(new)
+
+    def _take_output_slot(self, scope: _Scope, index: int, old: ir.Value, new: ir.Value) -> None:
+        name = old.name
+        old.name = f"{name}__seqpasses_replaced" if name else None
+        new.name = name
+        if old.type is not None:
+            new.type = old.type
+        new.shape = _merge_shapes(old.shape, new.shape)
+        scope.graph.outputs[index] = new
+
+    def is_canonical(self, value: ir.Value, seq: StaticSequence) -> bool:
+        producer = value.producer()
+        if producer is None or producer.domain not in _DEFAULT_DOMAINS:
+            return False
+        if producer.op_type == "SequenceConstruct":
+            return len(seq) > 0 and tuple(producer.inputs) == seq.elements
+        return producer.op_type == "SequenceEmpty" and len(seq) == 0
+
+    def materialize(self, seq: StaticSequence, scope: _Scope, anchor: ir.Node | None, like: ir.Value) -> ir.Value:
+        key = (id(scope.graph), seq.elements, seq.dtype)
+        if anchor is not None and key in self.materialized:
+            return self.materialized[key]
+        emit = self.emitter(scope, anchor)
+        if len(seq) == 0:
+            value = emit.sequence_empty(seq.dtype, like)
+        else:
+            value = emit.sequence_construct(seq.elements, like)
+        self.state[value] = seq
+        if anchor is not None:
+            self.materialized[key] = value
+        return value
+
+    def _fallback(self, node: ir.Node, scope: _Scope) -> None:
+        """An op that needs its sequence inputs as sequences: give it them in canonical form."""
+        for index, value in enumerate(node.inputs):
+            seq = self.static(value)
+            if value is None or seq is None or self.is_canonical(value, seq):
+                continue
+            node.replace_input_with(index, self.materialize(seq, scope, node, value))
+            self.applied("canonical-sequence-input", node, f"input {index} as SequenceConstruct")
+        for out in node.outputs:
+            if out not in self.state and isinstance(out.type, ir.SequenceType | ir.OptionalType):
+                self.state[out] = Unknown(f"sequence produced by {node.op_type} '{node.name}'")
+        if node.op_type in SEQUENCE_OPS and node not in self.reasons:
+            self.reasons[node] = f"{node.op_type} is not statically resolvable here"
+
+    def _canonicalize_outputs(self, scope: _Scope) -> None:
+        for index, out in enumerate(list(scope.graph.outputs)):
+            seq = self.static(out)
+            if seq is None or self.is_canonical(out, seq):
+                continue
+            value = self.materialize(seq, scope, None, out)
+            self._take_output_slot(scope, index, out, value)
+            self.rewrote = True
+            self.report.rewrites.append(
+                Rewrite("canonical-sequence-output", out.name or "", "output", scope.path,
+                        f"{len(seq)} elements")
+            )
+
+
+def _merge_shapes(declared: ir.Shape | None, inferred: ir.Shape | None) -> ir.Shape | None:
+    if declared is None:
+        return inferred
+    if inferred is None or len(declared) != len(inferred):
+        return declared
+    dims: list[int | ir.SymbolicDim] = []
+    for d, i in zip(declared, inferred, strict=True):
+        if isinstance(d, int):
+            dims.append(d)
+        elif isinstance(i, int) or (isinstance(d, ir.SymbolicDim) and d.value is None):
+            dims.append(i if isinstance(i, int | ir.SymbolicDim) else ir.SymbolicDim(None))
+        else:
+            dims.append(d)
+    return ir.Shape(dims)
+
+
+# -- transfer functions: one per op ----------------------------------------------------------
+
+Handler = Callable[[_Folder, ir.Node, _Scope], bool]
+
+
+def _sequence_empty(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
+    dtype = node.attributes.get_int("dtype", int(ir.DataType.FLOAT))
+    f.state[node.outputs[0]] = StaticSequence((), ir.DataType(dtype))
+    return True
+
+
+def _sequence_construct(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
+    elements = tuple(v for v in node.inputs if v is not None)
+    if len(elements) != len(node.inputs) or not elements:
+        return f.leave(node, "SequenceConstruct with a missing input")
+    f.state[node.outputs[0]] = StaticSequence(elements, elements[0].dtype)
+    return True
+
+
+def _position(f: _Folder, node: ir.Node, index: int) -> tuple[int | None, str]:
+    if len(node.inputs) <= index or node.inputs[index] is None:
+        return None, ""
+    value = node.inputs[index]
+    assert value is not None
+    return f.const_int(value)
+
+
+def _sequence_insert(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
+    seq = f.static(node.inputs[0])
+    if seq is None:
+        return f.leave(node, f.why_unknown(node.inputs[0]))
+    position, why = _position(f, node, 2)
+    if why:
+        return f.leave(node, why)
+    tensor = node.inputs[1]
+    if tensor is None:
+        return f.leave(node, "SequenceInsert without a tensor")
+    try:
+        f.state[node.outputs[0]] = seq.insert(position, tensor)
+    except PositionError as error:
+        return f.leave(node, f"{error}: left to fail at run time as before")
+    return True
+
+
+def _sequence_erase(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
+    seq = f.static(node.inputs[0])
+    if seq is None:
+        return f.leave(node, f.why_unknown(node.inputs[0]))
+    position, why = _position(f, node, 1)
+    if why:
+        return f.leave(node, why)
+    try:
+        f.state[node.outputs[0]] = seq.erase(position)
+    except PositionError as error:
+        return f.leave(node, f"{error}: left to fail at run time as before")
+    return True
+
+
+def _identity(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
+    seq = f.static(node.inputs[0])
+    if seq is not None:
+        f.state[node.outputs[0]] = seq
+    return True
+
+
+def _sequence_at(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
+    seq = f.static(node.inputs[0])
+    if seq is None:
+        return f.leave(node, f.why_unknown(node.inputs[0]))
+    position, why = _position(f, node, 1)
+    if why or position is None:
+        return f.leave(node, why or "SequenceAt without a position")
+    try:
+        element = seq.at(position)
+    except PositionError as error:
+        return f.leave(node, f"{error}: left to fail at run time as before")
+    f.replace(node.outputs[0], element, scope)
+    return f.applied("sequence-at", node, f"position {position} -> '{element.name}'")
+
+
+def _sequence_length(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
+    seq = f.static(node.inputs[0])
+    if seq is None:
+        return f.leave(node, f.why_unknown(node.inputs[0]))
+    value = f.emitter(scope, node).constant(np.array(len(seq), dtype=np.int64))
+    f.replace(node.outputs[0], value, scope)
+    return f.applied("sequence-length", node, f"length {len(seq)}")
+
+
+def _rank(values: tuple[ir.Value, ...]) -> int | None:
+    ranks = {len(v.shape) if v.shape is not None else None for v in values}
+    if len(ranks) != 1:
+        return None
+    return ranks.pop()
+
+
+def _concat_from_sequence(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
+    seq = f.static(node.inputs[0])
+    if seq is None:
+        return f.leave(node, f.why_unknown(node.inputs[0]))
+    if len(seq) == 0:
+        return f.leave(node, "ConcatFromSequence of an empty sequence fails at run time; left as is")
+    axis_attr = node.attributes.get("axis")
+    if axis_attr is None:
+        return f.leave(node, "ConcatFromSequence without its required axis")
+    axis = axis_attr.as_int()
+    new_axis = node.attributes.get_int("new_axis", 0)
+    rank = _rank(seq.elements)
+    if rank is None:
+        return f.leave(node, "element rank unknown (or differs between elements): axis cannot be checked")
+    out_rank = rank + 1 if new_axis == 1 else rank
+    if not -out_rank <= axis <= out_rank - 1:
+        return f.leave(node, f"axis {axis} is outside [-{out_rank}, {out_rank - 1}]: left to fail at run time")
+    axis = axis + out_rank if axis < 0 else axis
+    emit = f.emitter(scope, node)
+    parts = list(seq.elements)
+    if new_axis == 1:
+        parts = [emit.unsqueeze(v, axis) for v in parts]
+    result = parts[0] if len(parts) == 1 else emit.concat(parts, axis)
+    f.replace(node.outputs[0], result, scope)
+    rule = "concat-from-sequence-new-axis" if new_axis == 1 else "concat-from-sequence"
+    return f.applied(rule, node, f"{len(seq)} elements, axis {axis}")
+
+
+def _split_sizes(f: _Folder, node: ir.Node, dim: int | None) -> tuple[list[int] | None, bool, str]:
+    """Split sizes for SplitToSequence, whether the chunks are squeezed, or why not known."""
+    keepdims = node.attributes.get_int("keepdims", 1)
+    split = node.inputs[1] if len(node.inputs) > 1 else None
+    if split is None:
+        if dim is None:
+            return None, False, "split axis dim unknown: the number of chunks is not static"
+        if dim == 0:
+            return None, False, "split axis has size 0: the sequence is empty"
+        return [1] * dim, keepdims == 0, ""
+    array = f.const_array(split)
+    if array is None:
+        return None, False, f"split '{split.name}' is known only at run time"
+    if array.ndim == 1:
+        sizes = [int(s) for s in array]
+        if not sizes or any(s < 0 for s in sizes):
+            return None, False, f"split sizes {sizes} are not valid"
+        if dim is not None and sum(sizes) != dim:
+            return None, False, f"split sizes sum to {sum(sizes)}, axis dim is {dim}: left to fail at run time"
+        return sizes, False, ""
+    if array.ndim != 0:
+        return None, False, f"split has rank {array.ndim}, not 0 or 1"
+    chunk = int(array)
+    if chunk <= 0:
+        return None, False, f"scalar split {chunk} is not positive"
+    if dim is None:
+        return None, False, "split axis dim unknown: the number of chunks is not static"
+    if dim == 0:
+        return None, False, "split axis has size 0: the sequence is empty"
+    sizes = [chunk] * (dim // chunk) + ([dim % chunk] if dim % chunk else [])
+    squeeze = chunk == 1 and keepdims == 0 and not f.options.strict_spec
+    return sizes, squeeze, ""
+
+
+def _split_to_sequence(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
+    data = node.inputs[0]
+    if data is None or data.shape is None:
+        return f.leave(node, "input rank unknown: the split axis cannot be checked")
+    rank = len(data.shape)
+    axis = node.attributes.get_int("axis", 0)
+    if not -rank <= axis <= rank - 1:
+        return f.leave(node, f"axis {axis} is outside [-{rank}, {rank - 1}]: left to fail at run time")
+    axis = axis + rank if axis < 0 else axis
+    dim = data.shape[axis]
+    sizes, squeeze, why = _split_sizes(f, node, dim if isinstance(dim, int) else None)
+    if sizes is None:
+        return f.leave(node, why)
+    emit = f.emitter(scope, node)
+    parts = emit.split(data, axis, sizes)
+    if squeeze:
+        parts = [emit.squeeze(p, axis) for p in parts]
+    f.state[node.outputs[0]] = StaticSequence(tuple(parts), data.dtype)
+    detail = f"{len(sizes)} chunks on axis {axis}" + (", squeezed" if squeeze else "")
+    split = node.inputs[1] if len(node.inputs) > 1 else None
+    if squeeze and split is not None:
+        detail += " (scalar split 1 with keepdims=0: follows ONNX Runtime/PyTorch; --strict-spec keeps the axis)"
+    if squeeze and split is not None:
+        f.report.notes.append(f"SplitToSequence '{node.name}': {detail}")
+    return f.applied("split-to-sequence", node, detail)
+
+
+_TRANSFER: dict[str, Handler] = {
+    "SequenceEmpty": _sequence_empty,
+    "SequenceConstruct": _sequence_construct,
+    "SequenceInsert": _sequence_insert,
+    "SequenceErase": _sequence_erase,
+    "SequenceAt": _sequence_at,
+    "SequenceLength": _sequence_length,
+    "ConcatFromSequence": _concat_from_sequence,
+    "SplitToSequence": _split_to_sequence,
+    "Identity": _identity,
+}
+
+
+class FoldSequencesPass(ir.passes.InPlacePass):
+    """Fold static sequences and lower the ops that read them, then drop dead producers.
+
+    Rewrites, in the main graph, every subgraph and every model-local function:
+
+    1. ``SequenceAt(s, const)`` -> the element.
+    2. ``SequenceLength(s)`` -> int64 scalar ``Constant``.
+    3. ``ConcatFromSequence`` -> ``Concat`` / ``Unsqueeze`` + ``Concat``.
+    4. ``SplitToSequence`` -> ``Split`` (+ ``Squeeze``).
+    5. Static sequences that must stay sequences -> one ``SequenceConstruct`` / ``SequenceEmpty``.
+
+    ``modified`` is true only when the model really changed, so a second run reports false.
+    """
+
+    def __init__(self, options: FoldOptions | None = None, report: Report | None = None) -> None:
+        super().__init__()
+        self.options = options or FoldOptions()
+        self.report = report if report is not None else Report()
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        opset = model.opset_imports.get("", model.opset_imports.get("ai.onnx"))
+        if opset is None:
+            raise ValueError("the model imports no ONNX opset")
+        before = _count_nodes(model)
+        folder = _Folder(self.options, self.report)
+        folder.run_graph(_Scope(model.graph, "main", opset))
+        for function in model.functions.values():
+            own = function.opset_imports.get("", function.opset_imports.get("ai.onnx", opset))
+            folder.run_graph(_Scope(function, f"function {function.name}", own))
+        common_passes.RemoveUnusedNodesPass()(model)
+        survivors = sum(1 for node in _all_nodes(model) if node not in folder.created)
+        modified = folder.rewrote or survivors != before
+        self._record_left(model, folder)
+        return ir.passes.PassResult(model, modified=modified)
+
+    def _record_left(self, model: ir.Model, folder: _Folder) -> None:
+        for node in _all_nodes(model):
+            if node.op_type not in SEQUENCE_OPS or node.domain not in _DEFAULT_DOMAINS:
+                continue
+            reason = folder.reasons.get(node) or _why_kept(node)
+            self.report.left.append(
+                Rewrite("left", node.name or "", node.op_type, folder.paths.get(node, ""), reason)
+            )
+
+
+def _why_kept(node: ir.Node) -> str:
+    out = node.outputs[0]
+    if out.is_graph_output():
+        return "canonical form of a sequence that is a graph output"
+    users = sorted({use.node.op_type for use in out.uses()})
+    return "canonical form of a sequence consumed by " + ", ".join(users)
+
+
+def _all_nodes(model: ir.Model) -> list[ir.Node]:
+    nodes = list(model.graph.all_nodes())
+    for function in model.functions.values():
+        nodes.extend(function.all_nodes())
+    return nodes
+
+
+def _count_nodes(model: ir.Model) -> int:
+    return len(_all_nodes(model))

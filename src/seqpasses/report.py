@@ -1,0 +1,114 @@
+"""What a run changed, and why each remaining sequence op was left."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import onnx_ir as ir
+
+__all__ = ["SEQUENCE_OPS", "Report", "Rewrite", "count_ops", "count_sequence_ops"]
+
+SEQUENCE_OPS = frozenset(
+    {
+        "SequenceConstruct",
+        "SequenceEmpty",
+        "SequenceInsert",
+        "SequenceErase",
+        "SequenceAt",
+        "SequenceLength",
+        "ConcatFromSequence",
+        "SplitToSequence",
+        "SequenceMap",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """One rewrite applied (``rule``) or one sequence op left alone (``rule == "left"``)."""
+
+    rule: str
+    node: str
+    op_type: str
+    graph: str
+    detail: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        return {
+            "rule": self.rule,
+            "node": self.node,
+            "op_type": self.op_type,
+            "graph": self.graph,
+            "detail": self.detail,
+        }
+
+
+@dataclass
+class Report:
+    """The record of one optimize run: op counts, rewrites, ops left with their reasons."""
+
+    ops_before: Counter[str] = field(default_factory=Counter)
+    ops_after: Counter[str] = field(default_factory=Counter)
+    rewrites: list[Rewrite] = field(default_factory=list)
+    left: list[Rewrite] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def sequence_ops_before(self) -> int:
+        return sum(n for op, n in self.ops_before.items() if op in SEQUENCE_OPS)
+
+    @property
+    def sequence_ops_after(self) -> int:
+        return sum(n for op, n in self.ops_after.items() if op in SEQUENCE_OPS)
+
+    def table(self) -> str:
+        """A short before/after table of op counts, changed rows first."""
+        ops = sorted(
+            set(self.ops_before) | set(self.ops_after),
+            key=lambda op: (self.ops_before[op] == self.ops_after[op], op),
+        )
+        width = max([len("op"), *(len(op) for op in ops)])
+        lines = [f"{'op':<{width}}  {'before':>6}  {'after':>6}"]
+        for op in ops:
+            before, after = self.ops_before[op], self.ops_after[op]
+            mark = "" if before == after else f"  {after - before:+d}"
+            lines.append(f"{op:<{width}}  {before:>6}  {after:>6}{mark}")
+        lines.append(
+            f"sequence ops: {self.sequence_ops_before} -> {self.sequence_ops_after}, "
+            f"{len(self.rewrites)} rewrites, {len(self.left)} left"
+        )
+        return "\n".join(lines)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ops_before": dict(sorted(self.ops_before.items())),
+            "ops_after": dict(sorted(self.ops_after.items())),
+            "sequence_ops_before": self.sequence_ops_before,
+            "sequence_ops_after": self.sequence_ops_after,
+            "rewrites": [r.as_dict() for r in self.rewrites],
+            "left": [r.as_dict() for r in self.left],
+            "notes": list(self.notes),
+            "timings_s": dict(self.timings),
+        }
+
+
+def _all_nodes(model: ir.Model) -> Iterable[ir.Node]:
+    yield from model.graph.all_nodes()
+    for function in model.functions.values():
+        yield from function.all_nodes()
+
+
+def count_ops(model: ir.Model) -> Counter[str]:
+    """Op counts over the main graph, every subgraph and every model-local function."""
+    return Counter(
+        node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}::{node.op_type}"
+        for node in _all_nodes(model)
+    )
+
+
+def count_sequence_ops(model: ir.Model) -> int:
+    return sum(n for op, n in count_ops(model).items() if op in SEQUENCE_OPS)

@@ -1,0 +1,310 @@
+"""Differential verification: run the model before and after on the same inputs.
+
+Both ``onnx.reference.ReferenceEvaluator`` and ONNX Runtime (when installed and able to
+load the model) run both models on seeded random inputs made from the graph inputs' types.
+Outputs are compared with dtype-aware tolerances, sequences element by element, shapes and
+dtypes exactly.  A model that fails at run time must fail after optimizing too.
+
+The reference evaluator of onnx 1.23 has known faults on sequences; the verifier replaces
+those kernels with spec-exact ones (:data:`REFERENCE_OVERRIDES`) so that a correct rewrite is
+not reported as a mismatch and a wrong one is not hidden.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx.reference import ReferenceEvaluator
+from onnx.reference.op_run import OpRun
+
+__all__ = ["REFERENCE_OVERRIDES", "VerifyReport", "random_inputs", "verify"]
+
+
+def _as_list(sequence: Any) -> list[Any]:
+    if sequence is None:
+        return []
+    if isinstance(sequence, np.ndarray) and sequence.ndim == 0:
+        return []
+    return list(sequence)
+
+
+def _scalar(position: Any) -> int:
+    return int(np.asarray(position).reshape(-1)[0])
+
+
+class SequenceInsert(OpRun):
+    """Spec-exact SequenceInsert: ``position == len`` appends; an empty sequence accepts 0."""
+
+    op_domain = ""
+
+    def _run(self, S: Any, T: Any, ind: Any = None) -> tuple[list[Any]]:
+        items = _as_list(S)
+        if ind is None:
+            items.append(T)
+            return (items,)
+        position = _scalar(ind)
+        n = len(items)
+        if not -n <= position <= n:
+            raise ValueError(f"SequenceInsert position {position} outside [-{n}, {n}]")
+        items.insert(position + n if position < 0 else position, T)
+        return (items,)
+
+
+class SequenceErase(OpRun):
+    """Spec-exact SequenceErase: range ``[-n, n-1]``, default the last element."""
+
+    op_domain = ""
+
+    def _run(self, S: Any, ind: Any = None) -> tuple[list[Any]]:
+        items = _as_list(S)
+        n = len(items)
+        position = n - 1 if ind is None else _scalar(ind)
+        if n == 0 or not -n <= position <= n - 1:
+            raise ValueError(f"SequenceErase position {position} outside [-{n}, {n - 1}]")
+        del items[position]
+        return (items,)
+
+
+class _SplitToSequenceBase(OpRun):
+    squeeze_scalar_one = True
+
+    def _run(self, mat: Any, split: Any = None, axis: int = 0, keepdims: int = 1) -> tuple[list[Any]]:
+        axis = axis + mat.ndim if axis < 0 else axis
+        dim = mat.shape[axis]
+        squeeze = False
+        if split is None:
+            sizes = [1] * dim
+            squeeze = not keepdims
+        elif np.asarray(split).ndim == 0:
+            chunk = int(split)
+            sizes = [chunk] * (dim // chunk) + ([dim % chunk] if dim % chunk else [])
+            squeeze = self.squeeze_scalar_one and chunk == 1 and not keepdims
+        else:
+            sizes = [int(s) for s in split]
+        bounds = np.cumsum([0, *sizes])
+        parts = [np.take(mat, np.arange(a, b), axis=axis) for a, b in zip(bounds[:-1], bounds[1:])]
+        if squeeze:
+            parts = [np.squeeze(p, axis=axis) for p in parts]
+        return (parts,)
+
+
+class SplitToSequence(_SplitToSequenceBase):
+    """SplitToSequence as ONNX Runtime runs it: a scalar split of 1 with keepdims=0 squeezes."""
+
+    op_domain = ""
+
+
+class SplitToSequenceStrict(_SplitToSequenceBase):
+    """SplitToSequence exactly as the spec says: keepdims is ignored when split is given."""
+
+    op_domain = ""
+    squeeze_scalar_one = False
+
+
+SplitToSequenceStrict.__name__ = "SplitToSequence"
+
+REFERENCE_OVERRIDES: tuple[type[OpRun], ...] = (SequenceInsert, SequenceErase, SplitToSequence)
+"""Kernels the verifier swaps into the reference evaluator (see the module docstring)."""
+
+
+def _overrides(strict_spec: bool) -> list[type[OpRun]]:
+    split = SplitToSequenceStrict if strict_spec else SplitToSequence
+    return [SequenceInsert, SequenceErase, split]
+
+
+# -- inputs ----------------------------------------------------------------------------------
+
+
+def _random_tensor(tensor_type: onnx.TypeProto.Tensor, sizes: dict[str, int], rng: np.random.Generator) -> np.ndarray:
+    shape: list[int] = []
+    if tensor_type.HasField("shape"):
+        for dim in tensor_type.shape.dim:
+            if dim.HasField("dim_value"):
+                shape.append(dim.dim_value)
+            else:
+                name = dim.dim_param or ""
+                if name not in sizes:
+                    sizes[name] = int(rng.integers(2, 4))
+                shape.append(sizes[name])
+    dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor_type.elem_type)
+    if dtype == np.bool_:
+        return rng.integers(0, 2, size=shape).astype(np.bool_)
+    if np.issubdtype(dtype, np.integer):
+        return rng.integers(-3, 4, size=shape).astype(dtype)
+    if np.issubdtype(dtype, np.complexfloating):
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+    if dtype == np.object_:
+        return np.array([f"s{int(v)}" for v in rng.integers(0, 9, size=shape).reshape(-1)], dtype=object).reshape(shape)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def _random_value(type_proto: onnx.TypeProto, sizes: dict[str, int], rng: np.random.Generator) -> Any:
+    kind = type_proto.WhichOneof("value")
+    if kind == "tensor_type":
+        return _random_tensor(type_proto.tensor_type, sizes, rng)
+    if kind == "sequence_type":
+        element = type_proto.sequence_type.elem_type
+        return [_random_value(element, sizes, rng) for _ in range(3)]
+    if kind == "optional_type":
+        return _random_value(type_proto.optional_type.elem_type, sizes, rng)
+    raise ValueError(f"cannot make a random input of type {kind}")
+
+
+def random_inputs(model: onnx.ModelProto, seed: int = 0) -> dict[str, Any]:
+    """Seeded random feeds for the graph inputs that are not initializers.
+
+    Symbolic dims are bound to one small size each, shared by every input that names them.
+    """
+    rng = np.random.default_rng(seed)
+    initializers = {init.name for init in model.graph.initializer}
+    sizes: dict[str, int] = {}
+    return {
+        inp.name: _random_value(inp.type, sizes, rng)
+        for inp in model.graph.input
+        if inp.name not in initializers
+    }
+
+
+# -- running and comparing ---------------------------------------------------------------------
+
+
+@dataclass
+class VerifyReport:
+    """The result of :func:`verify`: ``ok`` unless some output differed."""
+
+    ok: bool = True
+    runs: int = 0
+    engines: list[str] = field(default_factory=list)
+    mismatch: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"verified: {self.runs} run(s) on {', '.join(self.engines) or 'no engine'}, outputs agree"
+        return f"MISMATCH: {self.mismatch}"
+
+
+def _tolerance(dtype: np.dtype[Any]) -> tuple[float, float]:
+    if dtype == np.float16:
+        return 1e-3, 1e-3
+    if dtype in (np.float32, np.complex64):
+        return 1e-5, 1e-6
+    return 1e-9, 1e-12
+
+
+def _compare(name: str, a: Any, b: Any) -> str:
+    """'' when equal, else what differs."""
+    if isinstance(a, list) or isinstance(b, list):
+        if not (isinstance(a, list) and isinstance(b, list)):
+            return f"{name}: one is a sequence, the other is not"
+        if len(a) != len(b):
+            return f"{name}: sequence length {len(a)} vs {len(b)}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            diff = _compare(f"{name}[{i}]", x, y)
+            if diff:
+                return diff
+        return ""
+    if a is None or b is None:
+        return "" if a is None and b is None else f"{name}: one is None"
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype != b.dtype:
+        return f"{name}: dtype {a.dtype} vs {b.dtype}"
+    if a.shape != b.shape:
+        return f"{name}: shape {a.shape} vs {b.shape}"
+    if a.dtype == object or a.dtype.kind in "biuSU":
+        return "" if np.array_equal(a, b) else f"{name}: values differ"
+    rtol, atol = _tolerance(a.dtype)
+    if np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True):
+        return ""
+    worst = float(np.max(np.abs(a.astype(np.complex128) - b.astype(np.complex128))))
+    return f"{name}: max abs difference {worst:g}"
+
+
+def _run_reference(model: onnx.ModelProto, feeds: dict[str, Any], strict_spec: bool) -> list[Any]:
+    evaluator = ReferenceEvaluator(model, new_ops=_overrides(strict_spec))
+    return list(evaluator.run(None, feeds))
+
+
+def _ort_session(model: onnx.ModelProto) -> Any:
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return None
+    try:
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        return ort.InferenceSession(
+            model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+        )
+    except Exception:
+        return None
+
+
+def _outcome(run: Any) -> tuple[list[Any] | None, str]:
+    try:
+        return run(), ""
+    except Exception as error:
+        return None, f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+
+
+def _check_pair(engine: str, names: Sequence[str], before: tuple[list[Any] | None, str],
+                after: tuple[list[Any] | None, str]) -> str:
+    (out_b, err_b), (out_a, err_a) = before, after
+    if out_b is None and out_a is None:
+        return ""
+    if out_b is None:
+        return f"{engine}: original failed ({err_b}) but optimized ran"
+    if out_a is None:
+        return f"{engine}: optimized failed ({err_a}) but original ran"
+    for name, x, y in zip(names, out_b, out_a):
+        diff = _compare(name, x, y)
+        if diff:
+            return f"{engine}: {diff}"
+    return ""
+
+
+def verify(
+    before: onnx.ModelProto,
+    after: onnx.ModelProto,
+    *,
+    runs: int = 3,
+    seed: int = 0,
+    strict_spec: bool = False,
+    use_ort: bool = True,
+) -> VerifyReport:
+    """Run ``before`` and ``after`` on ``runs`` seeded random inputs and compare their outputs."""
+    report = VerifyReport()
+    names = [out.name for out in before.graph.output]
+    if names != [out.name for out in after.graph.output]:
+        report.ok = False
+        report.mismatch = "graph output names differ"
+        return report
+    sessions = (_ort_session(before), _ort_session(after)) if use_ort else (None, None)
+    report.engines.append("onnx.reference")
+    if sessions[0] is not None and sessions[1] is not None:
+        report.engines.append("onnxruntime")
+    elif use_ort and sessions[0] is not None:
+        report.ok = False
+        report.mismatch = "onnxruntime loads the original model but not the optimized one"
+        return report
+    for run in range(runs):
+        feeds = random_inputs(before, seed + run)
+        ref_b = _outcome(lambda: _run_reference(before, feeds, strict_spec))
+        ref_a = _outcome(lambda: _run_reference(after, feeds, strict_spec))
+        diff = _check_pair("onnx.reference", names, ref_b, ref_a)
+        if not diff and sessions[0] is not None and sessions[1] is not None:
+            sb, sa = sessions
+            ort_b = _outcome(lambda: list(sb.run(None, feeds)))
+            ort_a = _outcome(lambda: list(sa.run(None, feeds)))
+            if ort_b[0] is not None or ort_a[0] is not None:
+                diff = _check_pair("onnxruntime", names, ort_b, ort_a)
+        report.runs += 1
+        if diff:
+            report.ok = False
+            report.mismatch = f"run {run} (seed {seed + run}): {diff}"
+            return report
+    return report
