@@ -408,7 +408,9 @@ def _split_sizes(f: _Folder, node: ir.Node, dim: int | None) -> tuple[list[int] 
         sizes = [int(s) for s in array]
         if not sizes or any(s < 0 for s in sizes):
             return None, False, f"split sizes {sizes} are not valid"
-        if dim is not None and sum(sizes) != dim:
+        if dim is None:
+            return None, False, "split axis dim unknown: the sizes cannot be proven to sum to it"
+        if sum(sizes) != dim:
             return None, False, f"split sizes sum to {sum(sizes)}, axis dim is {dim}: left to fail at run time"
         return sizes, False, ""
     if array.ndim != 0:
