@@ -109,24 +109,21 @@ def conformance_cases() -> list[Path]:
     return sorted(p.parent for p in CONFORMANCE.glob("*/*/model.onnx"))
 
 
-def read_pb(path: Path) -> Any:
+def read_pb(path: Path, type_proto: onnx.TypeProto) -> Any:
+    """Read a backend-test .pb file as the kind its graph input or output declares."""
+    kind = type_proto.WhichOneof("value")
     data = path.read_bytes()
-    for cls, convert in (
-        (onnx.TensorProto, numpy_helper.to_array),
-        (onnx.SequenceProto, numpy_helper.to_list),
-        (onnx.OptionalProto, numpy_helper.to_optional),
-    ):
-        proto = cls()
-        try:
-            proto.ParseFromString(data)
-        except Exception:
-            continue
-        if proto.ListFields():
-            try:
-                return convert(proto)
-            except Exception:
-                continue
-    raise ValueError(f"cannot read {path}")
+    if kind == "sequence_type":
+        seq = onnx.SequenceProto()
+        seq.ParseFromString(data)
+        return numpy_helper.to_list(seq)
+    if kind == "optional_type":
+        opt = onnx.OptionalProto()
+        opt.ParseFromString(data)
+        return numpy_helper.to_optional(opt)
+    tensor = onnx.TensorProto()
+    tensor.ParseFromString(data)
+    return numpy_helper.to_array(tensor)
 
 
 def load_case(case: Path) -> tuple[onnx.ModelProto, dict[str, Any], list[Any], dict[str, Any]]:
@@ -134,11 +131,14 @@ def load_case(case: Path) -> tuple[onnx.ModelProto, dict[str, Any], list[Any], d
     meta = json.loads((case / "meta.json").read_text())
     data = case / "test_data_set_0"
     initializers = {i.name for i in model.graph.initializer}
-    names = [i.name for i in model.graph.input if i.name not in initializers]
+    inputs = [i for i in model.graph.input if i.name not in initializers]
     feeds = {}
-    for index, name in enumerate(names):
+    for index, value in enumerate(inputs):
         path = data / f"input_{index}.pb"
         if path.exists():
-            feeds[name] = read_pb(path)
-    outputs = [read_pb(p) for p in sorted(data.glob("output_*.pb"))]
+            feeds[value.name] = read_pb(path, value.type)
+    outputs = [
+        read_pb(data / f"output_{index}.pb", value.type)
+        for index, value in enumerate(model.graph.output)
+    ]
     return model, feeds, outputs, meta

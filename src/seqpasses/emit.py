@@ -31,6 +31,8 @@ class Owner(Protocol):
 
     created: set[ir.Node]
     constants: dict[tuple[int, tuple[int, ...]], ir.Value]
+    squeezed: dict[ir.Value, tuple[ir.Value, int]]
+    split_axis: dict[ir.Node, int]
 
     def next_name(self, base: str, op_type: str) -> str: ...
 
@@ -92,6 +94,10 @@ class Emitter:
         return out
 
     def unsqueeze(self, x: ir.Value, axis: int) -> ir.Value:
+        # Unsqueeze(Squeeze(y, a), a) == y: undo a Squeeze seqpasses made itself.
+        source = self.owner.squeezed.get(x)
+        if source is not None and source[1] == axis:
+            return source[0]
         if self.opset < 13:
             node = self._add("Unsqueeze", [x], {"axes": [axis]})
         else:
@@ -113,9 +119,19 @@ class Emitter:
         dims = _shape_dims(x)
         if dims is not None and 0 <= axis < len(dims):
             out.shape = ir.Shape(dims[:axis] + dims[axis + 1 :])
+        self.owner.squeezed[out] = (x, axis)
         return out
 
     def concat(self, inputs: Sequence[ir.Value], axis: int) -> ir.Value:
+        # Concat of every output of one Split, in order, on the Split's axis == its input.
+        split = inputs[0].producer()
+        if (
+            split is not None
+            and self.owner.split_axis.get(split) == axis
+            and tuple(inputs) == tuple(split.outputs)
+            and split.inputs[0] is not None
+        ):
+            return split.inputs[0]
         out = self._add("Concat", inputs, {"axis": axis}).outputs[0]
         out.type = inputs[0].type
         out.shape = concat_shape(inputs, axis)
@@ -126,6 +142,7 @@ class Emitter:
             node = self._add("Split", [x], {"axis": axis, "split": list(sizes)}, len(sizes))
         else:
             node = self._add("Split", [x, self.int64s(sizes)], {"axis": axis}, len(sizes))
+        self.owner.split_axis[node] = axis
         dims = _shape_dims(x)
         for out, size in zip(node.outputs, sizes, strict=True):
             out.type = x.type

@@ -36,6 +36,7 @@ import onnx_ir.passes.common as common_passes
 
 from seqpasses.emit import Emitter
 from seqpasses.report import SEQUENCE_OPS, Report, Rewrite
+from seqpasses.shapes import ShapeOracle
 from seqpasses.sequence import PositionError, StaticSequence, Unknown, normalize_at_position
 
 __all__ = ["FoldOptions", "FoldSequencesPass"]
@@ -62,6 +63,7 @@ class _Scope:
     graph: ir.Graph | ir.Function
     path: str
     opset: int
+    shapes: ShapeOracle
 
 
 class _Folder:
@@ -73,6 +75,8 @@ class _Folder:
         self.paths: dict[ir.Node, str] = {}
         self.created: set[ir.Node] = set()
         self.constants: dict[tuple[int, tuple[int, ...]], ir.Value] = {}
+        self.squeezed: dict[ir.Value, tuple[ir.Value, int]] = {}
+        self.split_axis: dict[ir.Node, int] = {}
         self.materialized: dict[tuple[int, tuple[ir.Value, ...], Any], ir.Value] = {}
         self.rewrote = False
         self.counter = 0
@@ -100,7 +104,7 @@ class _Folder:
 
     def _run_subgraph(self, graph: ir.Graph, scope: _Scope, node: ir.Node, attr: str) -> None:
         name = node.name or node.op_type
-        self.run_graph(_Scope(graph, f"{scope.path}/{name}.{attr}", scope.opset))
+        self.run_graph(_Scope(graph, f"{scope.path}/{name}.{attr}", scope.opset, scope.shapes))
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -356,11 +360,14 @@ def _sequence_length(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
     return f.applied("sequence-length", node, f"length {len(seq)}")
 
 
-def _rank(values: tuple[ir.Value, ...]) -> int | None:
-    ranks = {len(v.shape) if v.shape is not None else None for v in values}
-    if len(ranks) != 1:
-        return None
-    return ranks.pop()
+def _rank(values: tuple[ir.Value, ...], shapes: ShapeOracle) -> int | None:
+    ranks = set()
+    for value in values:
+        shape = shapes.shape(value)
+        if shape is None:
+            return None
+        ranks.add(len(shape))
+    return ranks.pop() if len(ranks) == 1 else None
 
 
 def _concat_from_sequence(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
@@ -374,13 +381,14 @@ def _concat_from_sequence(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
         return f.leave(node, "ConcatFromSequence without its required axis")
     axis = axis_attr.as_int()
     new_axis = node.attributes.get_int("new_axis", 0)
-    rank = _rank(seq.elements)
-    if rank is None:
-        return f.leave(node, "element rank unknown (or differs between elements): axis cannot be checked")
-    out_rank = rank + 1 if new_axis == 1 else rank
-    if not -out_rank <= axis <= out_rank - 1:
-        return f.leave(node, f"axis {axis} is outside [-{out_rank}, {out_rank - 1}]: left to fail at run time")
-    axis = axis + out_rank if axis < 0 else axis
+    rank = _rank(seq.elements, scope.shapes)
+    if rank is not None:
+        out_rank = rank + 1 if new_axis == 1 else rank
+        if not -out_rank <= axis <= out_rank - 1:
+            return f.leave(node, f"axis {axis} is outside [-{out_rank}, {out_rank - 1}]: left to fail at run time")
+        axis = axis + out_rank if axis < 0 else axis
+    # With the rank unknown the axis passes through unchanged: Unsqueeze and Concat accept the
+    # same axis range as ConcatFromSequence, so both models fail or succeed together.
     emit = f.emitter(scope, node)
     parts = list(seq.elements)
     if new_axis == 1:
@@ -429,14 +437,15 @@ def _split_sizes(f: _Folder, node: ir.Node, dim: int | None) -> tuple[list[int] 
 
 def _split_to_sequence(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
     data = node.inputs[0]
-    if data is None or data.shape is None:
+    shape = scope.shapes.shape(data) if data is not None else None
+    if data is None or shape is None:
         return f.leave(node, "input rank unknown: the split axis cannot be checked")
-    rank = len(data.shape)
+    rank = len(shape)
     axis = node.attributes.get_int("axis", 0)
     if not -rank <= axis <= rank - 1:
         return f.leave(node, f"axis {axis} is outside [-{rank}, {rank - 1}]: left to fail at run time")
     axis = axis + rank if axis < 0 else axis
-    dim = data.shape[axis]
+    dim = shape[axis]
     sizes, squeeze, why = _split_sizes(f, node, dim if isinstance(dim, int) else None)
     if sizes is None:
         return f.leave(node, why)
@@ -492,10 +501,10 @@ class FoldSequencesPass(ir.passes.InPlacePass):
             raise ValueError("the model imports no ONNX opset")
         before = _count_nodes(model)
         folder = _Folder(self.options, self.report)
-        folder.run_graph(_Scope(model.graph, "main", opset))
+        folder.run_graph(_Scope(model.graph, "main", opset, ShapeOracle(opset)))
         for function in model.functions.values():
             own = function.opset_imports.get("", function.opset_imports.get("ai.onnx", opset))
-            folder.run_graph(_Scope(function, f"function {function.name}", own))
+            folder.run_graph(_Scope(function, f"function {function.name}", own, ShapeOracle(own)))
         common_passes.RemoveUnusedNodesPass()(model)
         survivors = sum(1 for node in _all_nodes(model) if node not in folder.created)
         modified = folder.rewrote or survivors != before

@@ -1,0 +1,81 @@
+"""Shapes on demand: ask ONNX's own per-node inference only for values a rewrite needs.
+
+A rewrite that needs a rank or a dim (SplitToSequence's chunk count, ConcatFromSequence's axis
+check) asks :meth:`ShapeOracle.shape`. When the value has no shape yet, the oracle walks back
+through its producers (iteratively, each node at most once) and runs
+``onnx.shape_inference.infer_node_outputs`` on each: no whole-graph inference, and the
+answers are stored on the values so that they also end up in the output model.
+"""
+
+from __future__ import annotations
+
+import onnx
+import onnx_ir as ir
+
+__all__ = ["ShapeOracle"]
+
+_MAX_CONST_ELEMENTS = 4096
+
+
+class ShapeOracle:
+    """Fills in missing types and shapes of tensor values, one producer at a time."""
+
+    def __init__(self, opset: int) -> None:
+        self.opset = opset
+        self.tried: set[ir.Node] = set()
+
+    def shape(self, value: ir.Value) -> ir.Shape | None:
+        if value.shape is None:
+            self._infer_upstream(value)
+        return value.shape
+
+    def _infer_upstream(self, value: ir.Value) -> None:
+        stack: list[ir.Node] = []
+        producer = value.producer()
+        if producer is not None and producer not in self.tried:
+            stack.append(producer)
+        while stack:
+            node = stack[-1]
+            pending = [
+                p
+                for v in node.inputs
+                if v is not None and v.shape is None
+                for p in [v.producer()]
+                if p is not None and p not in self.tried and p is not node
+            ]
+            if pending:
+                stack.extend(pending)
+                continue
+            stack.pop()
+            if node not in self.tried:
+                self.tried.add(node)
+                self._infer_node(node)
+
+    def _infer_node(self, node: ir.Node) -> None:
+        if node.domain not in ("", "ai.onnx") or node.op_type in ("Loop", "If", "Scan"):
+            return
+        if any(v is not None and v.type is None for v in node.inputs):
+            return
+        try:
+            schema = onnx.defs.get_schema(node.op_type, self.opset, "")
+            proto = ir.serde.serialize_node(node)
+            types = {v.name: ir.serde.serialize_value(v).type for v in node.inputs if v is not None and v.name}
+            data: dict[str, onnx.TensorProto] = {}
+            for v in node.inputs:
+                if v is None or not v.name:
+                    continue
+                tensor = ir.convenience.get_const_tensor(v)
+                if tensor is not None and tensor.size <= _MAX_CONST_ELEMENTS and not v.is_graph_input():
+                    data[v.name] = ir.serde.serialize_tensor(tensor)
+            opsets = [onnx.helper.make_opsetid("", self.opset)]
+            inferred = onnx.shape_inference.infer_node_outputs(schema, proto, types, data, opset_imports=opsets)
+        except Exception:
+            return
+        for out in node.outputs:
+            type_proto = inferred.get(out.name)
+            if type_proto is None:
+                continue
+            if out.type is None:
+                out.type = ir.serde.deserialize_type_proto_for_type(type_proto)
+            if out.shape is None:
+                out.shape = ir.serde.deserialize_type_proto_for_shape(type_proto)
