@@ -1,0 +1,5 @@
+import sys
+
+from seqpasses.cli import main
+
+sys.exit(main())

@@ -1,0 +1,107 @@
+"""The Python API: ModelProto, onnx_ir Model and path inputs; passes in a PassManager; reports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+import onnx_ir as ir
+import onnx_ir.passes.common as common_passes
+import pytest
+
+import seqpasses
+from helpers import SAMPLES, io_signature, refold_modified, sequence_op_count
+
+SAMPLE_FILES = sorted(SAMPLES.glob("*.onnx"))
+
+
+def test_model_proto_in_model_proto_out_and_the_argument_is_unchanged() -> None:
+    model = onnx.load(SAMPLES / "concat_from_sequence_axis0.onnx")
+    before = model.SerializeToString(deterministic=True)
+    optimized = seqpasses.optimize(model)
+    assert isinstance(optimized, onnx.ModelProto)
+    assert model.SerializeToString(deterministic=True) == before
+    assert [n.op_type for n in optimized.graph.node] == ["Concat"]
+
+
+def test_ir_model_is_optimized_in_place() -> None:
+    model = ir.load(SAMPLES / "sequence_erase_neg2.onnx")
+    result = seqpasses.optimize(model)
+    assert result is model
+    assert [n.op_type for n in model.graph] == ["SequenceConstruct"]
+
+
+@pytest.mark.parametrize("as_str", [True, False])
+def test_path_input(as_str: bool) -> None:
+    path = SAMPLES / "unbind_stack.onnx"
+    optimized = seqpasses.optimize(str(path) if as_str else path)
+    assert isinstance(optimized, onnx.ModelProto)
+    assert sequence_op_count(optimized) == 0
+
+
+def test_passes_compose_in_a_pass_manager() -> None:
+    model = ir.load(SAMPLES / "list_ops_opset11.onnx")
+    manager = ir.passes.PassManager(
+        [seqpasses.FoldSequencesPass(), common_passes.RemoveUnusedNodesPass(),
+         common_passes.TopologicalSortPass()],
+        steps=3, early_stop=True,
+    )
+    result = manager(model)
+    assert result.modified
+    proto = ir.serde.serialize_model(result.model)
+    onnx.checker.check_model(proto, full_check=True)
+    assert sequence_op_count(proto) == 0
+    assert seqpasses.FoldSequencesPass()(result.model).modified is False
+
+
+def test_report_names_rewrites_and_reasons() -> None:
+    model = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
+g (float[2] a, float[2] b, int64 i) => (float[2] y, int64 n) {
+  s = SequenceConstruct(a, b)
+  n = SequenceLength(s)
+  y = SequenceAt(s, i)
+}""")
+    report = seqpasses.Report()
+    seqpasses.optimize(model, report=report)
+    assert [r.rule for r in report.rewrites] == ["sequence-length"]
+    reasons = {r.op_type: r.detail for r in report.left}
+    assert "graph input" in reasons["SequenceAt"]
+    assert "consumed by SequenceAt" in reasons["SequenceConstruct"]
+    assert report.sequence_ops_before == 3 and report.sequence_ops_after == 2
+    assert "sequence ops: 3 -> 2" in report.table()
+
+
+@pytest.mark.parametrize("path", SAMPLE_FILES, ids=[p.stem for p in SAMPLE_FILES])
+def test_samples_optimize_keep_their_interface_and_are_deterministic(path: Path) -> None:
+    model = onnx.load(path)
+    first = seqpasses.optimize(model)
+    second = seqpasses.optimize(model)
+    assert first.SerializeToString(deterministic=True) == second.SerializeToString(deterministic=True)
+    onnx.checker.check_model(first, full_check=True)
+    assert io_signature(first) == io_signature(model)
+    assert sequence_op_count(first) < sequence_op_count(model)
+    report = seqpasses.verify(model, first)
+    assert report.ok, report.mismatch
+    assert refold_modified(first) is False
+
+
+OPERATOR_PAGE = {
+    "concat_from_sequence_axis0": (["Concat"], (6, 3)),
+    "concat_from_sequence_axis1": (["Concat"], (2, 9)),
+    "concat_from_sequence_new_axis": (["Constant", "Unsqueeze", "Unsqueeze", "Unsqueeze", "Concat"], (3, 2, 3)),
+    "sequence_erase_default": (["SequenceConstruct"], None),
+    "sequence_erase_neg2": (["SequenceConstruct"], None),
+    "sequence_erase_pos1": (["SequenceConstruct"], None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPERATOR_PAGE))
+def test_operator_page_examples(name: str) -> None:
+    ops, shape = OPERATOR_PAGE[name]
+    model = onnx.load(SAMPLES / f"{name}.onnx")
+    optimized = seqpasses.optimize(model)
+    assert [n.op_type for n in optimized.graph.node] == ops
+    if shape is not None:
+        dims = [d.dim_value for d in optimized.graph.output[0].type.tensor_type.shape.dim]
+        assert tuple(dims) == shape
+    assert seqpasses.verify(model, optimized).ok

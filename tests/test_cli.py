@@ -1,0 +1,134 @@
+"""The real console entry point on real files: outputs, reports and bad input."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import onnx
+import pytest
+
+from helpers import SAMPLES, sequence_op_count
+
+SAMPLE = SAMPLES / "concat_from_sequence_new_axis.onnx"
+
+
+def run_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "seqpasses", *map(str, args)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+
+
+def test_optimize_with_check_writes_a_model_without_sequence_ops(tmp_path: Path) -> None:
+    out = tmp_path / "out.onnx"
+    digest = hashlib.sha256(SAMPLE.read_bytes()).hexdigest()
+    result = run_cli("optimize", SAMPLE, "-o", out, "--check")
+    assert result.returncode == 0, result.stderr
+    assert "sequence ops: 2 -> 0" in result.stdout
+    assert "outputs agree" in result.stdout
+    model = onnx.load(out)
+    onnx.checker.check_model(model, full_check=True)
+    assert sequence_op_count(model) == 0
+    assert hashlib.sha256(SAMPLE.read_bytes()).hexdigest() == digest  # the input is never changed
+
+
+def test_quiet_verbose_and_json_report(tmp_path: Path) -> None:
+    out, report = tmp_path / "out.onnx", tmp_path / "report.json"
+    quiet = run_cli("optimize", SAMPLES / "unbind_stack.onnx", "-o", out, "-q", "--check",
+                    "--report", report)
+    assert quiet.returncode == 0 and quiet.stdout == ""
+    data = json.loads(report.read_text())
+    assert data["sequence_ops_before"] == 4 and data["sequence_ops_after"] == 0
+    assert data["check"]["ok"] is True
+    assert {r["rule"] for r in data["rewrites"]} >= {"split-to-sequence", "sequence-length"}
+    verbose = run_cli("optimize", SAMPLES / "unbind_stack.onnx", "-o", out, "-v")
+    assert "rewrite split-to-sequence" in verbose.stdout
+
+
+def test_left_ops_are_listed_with_their_reason(tmp_path: Path) -> None:
+    model = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
+g (float[2] a, float[2] b, int64 i) => (float[2] y) {
+  s = SequenceConstruct(a, b)
+  y = SequenceAt(s, i)
+}""")
+    src = tmp_path / "in.onnx"
+    onnx.save(model, src)
+    result = run_cli("optimize", src, "-o", tmp_path / "out.onnx")
+    assert result.returncode == 0
+    assert "left SequenceAt" in result.stdout
+    assert "'i' is a graph input" in result.stdout
+
+
+def test_version() -> None:
+    result = run_cli("--version")
+    assert result.returncode == 0 and result.stdout.startswith("seqpasses ")
+
+
+def _bad_models(tmp: Path) -> dict[str, Path]:
+    cases: dict[str, Path] = {}
+    cases["missing file"] = tmp / "missing.onnx"
+    cases["a directory"] = tmp
+    empty = tmp / "empty.onnx"
+    empty.write_bytes(b"")
+    cases["empty file"] = empty
+    text = tmp / "text.onnx"
+    text.write_text("this is not a model\n")
+    cases["text"] = text
+    truncated = tmp / "truncated.onnx"
+    truncated.write_bytes(SAMPLE.read_bytes()[:40])
+    cases["truncated protobuf"] = truncated
+    dangling = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
+g (float[2] a) => (float[2] y) {
+  y = Add(a, nowhere)
+}""")
+    cases["dangling input"] = tmp / "dangling.onnx"
+    onnx.save(dangling, cases["dangling input"])
+    unknown = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
+g (float[2] a) => (float[2] y) {
+  y = NoSuchOp(a)
+}""")
+    cases["unknown op"] = tmp / "unknown.onnx"
+    onnx.save(unknown, cases["unknown op"])
+    no_opset = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
+g (float[2] a) => (float[2] y) {
+  y = Identity(a)
+}""")
+    del no_opset.opset_import[:]
+    cases["no opset import"] = tmp / "no_opset.onnx"
+    onnx.save(no_opset, cases["no opset import"])
+    return cases
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["missing file", "a directory", "empty file", "text", "truncated protobuf",
+     "dangling input", "unknown op", "no opset import"],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, case: str) -> None:
+    source = _bad_models(tmp_path)[case]
+    out = tmp_path / "out" / "never.onnx"
+    out.parent.mkdir()
+    result = run_cli("optimize", source, "-o", out)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert result.stderr.startswith("seqpasses: error: ")
+    assert not out.exists()
+    assert list(out.parent.iterdir()) == []
+
+
+def test_missing_output_folder_is_exit_2(tmp_path: Path) -> None:
+    result = run_cli("optimize", SAMPLE, "-o", tmp_path / "nope" / "out.onnx")
+    assert result.returncode == 2
+    assert "output folder does not exist" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_output_flag_is_required() -> None:
+    result = run_cli("optimize", SAMPLE)
+    assert result.returncode == 2
+    assert "-o" in result.stderr

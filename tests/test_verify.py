@@ -1,0 +1,91 @@
+"""The verifier: spec-exact kernels where onnx.reference is wrong, and real mismatches caught."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx.reference import ReferenceEvaluator
+
+import seqpasses
+from seqpasses.verify import REFERENCE_OVERRIDES, random_inputs
+
+INSERT_AT_END = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
+g (float[1] a, float[1] b) => (seq(float[1]) y) {
+  s = SequenceConstruct(a)
+  p = Constant<value = int64 {1}>()
+  y = SequenceInsert(s, b, p)
+}""")
+
+INSERT_INTO_EMPTY = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
+g (float[1] a) => (seq(float[1]) y) {
+  s = SequenceEmpty<dtype = 1>()
+  p = Constant<value = int64 {0}>()
+  y = SequenceInsert(s, a, p)
+}""")
+
+FEEDS = {"a": np.array([1.0], np.float32), "b": np.array([2.0], np.float32)}
+
+
+def test_reference_fault_insert_at_length_goes_to_the_front() -> None:
+    (plain,) = ReferenceEvaluator(INSERT_AT_END).run(None, FEEDS)
+    assert [float(t[0]) for t in plain] == [2.0, 1.0]  # the fault: inserted at the front
+    (fixed,) = ReferenceEvaluator(INSERT_AT_END, new_ops=list(REFERENCE_OVERRIDES)).run(None, FEEDS)
+    assert [float(t[0]) for t in fixed] == [1.0, 2.0]  # the spec: position == length appends
+
+
+def test_reference_fault_insert_into_empty_divides_by_zero() -> None:
+    with pytest.raises(ZeroDivisionError):
+        ReferenceEvaluator(INSERT_INTO_EMPTY).run(None, {"a": FEEDS["a"]})
+    (fixed,) = ReferenceEvaluator(INSERT_INTO_EMPTY, new_ops=list(REFERENCE_OVERRIDES)).run(
+        None, {"a": FEEDS["a"]})
+    assert [float(t[0]) for t in fixed] == [1.0]
+
+
+def test_folding_insert_at_length_verifies() -> None:
+    optimized = seqpasses.optimize(INSERT_AT_END)
+    assert [n.op_type for n in optimized.graph.node] == ["SequenceConstruct"]
+    assert list(optimized.graph.node[0].input) == ["a", "b"]
+    assert seqpasses.verify(INSERT_AT_END, optimized).ok
+
+
+def test_a_real_difference_is_reported_with_the_output_name() -> None:
+    good = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
+g (float[2] a, float[2] b) => (float[4] y) {
+  y = Concat<axis = 0>(a, b)
+}""")
+    bad = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
+g (float[2] a, float[2] b) => (float[4] y) {
+  y = Concat<axis = 0>(b, a)
+}""")
+    report = seqpasses.verify(good, bad)
+    assert not report.ok
+    assert "y" in report.mismatch and "difference" in report.mismatch
+
+
+def test_sequence_outputs_compared_element_by_element() -> None:
+    two = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
+g (float[2] a, float[2] b) => (seq(float[2]) y) {
+  y = SequenceConstruct(a, b)
+}""")
+    three = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
+g (float[2] a, float[2] b) => (seq(float[2]) y) {
+  y = SequenceConstruct(a, b, a)
+}""")
+    report = seqpasses.verify(two, three)
+    assert not report.ok and "sequence length 2 vs 3" in report.mismatch
+
+
+def test_random_inputs_bind_symbolic_dims_consistently_for_every_dtype() -> None:
+    model = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
+g (float16[N,2] h, double[N] d, int32[M] i, bool[N] b, string[2] s, seq(float[N]) q) => (float16[N,2] y) {
+  y = Identity(h)
+}""")
+    feeds = random_inputs(model, seed=3)
+    assert feeds["h"].dtype == np.float16 and feeds["d"].dtype == np.float64
+    assert feeds["h"].shape[0] == feeds["d"].shape[0] == feeds["b"].shape[0]
+    assert feeds["b"].dtype == np.bool_ and feeds["i"].dtype == np.int32
+    assert feeds["s"].dtype == object and len(feeds["q"]) == 3
+    assert all(t.shape == (feeds["h"].shape[0],) for t in feeds["q"])
+    again = random_inputs(model, seed=3)
+    assert np.array_equal(again["d"], feeds["d"])
