@@ -19,8 +19,15 @@ SHARED = ROOT.parent / "shared"
 CONFORMANCE = SHARED / "conformance"
 
 SEQUENCE_OPS = {
-    "SequenceConstruct", "SequenceEmpty", "SequenceInsert", "SequenceErase", "SequenceAt",
-    "SequenceLength", "ConcatFromSequence", "SplitToSequence", "SequenceMap",
+    "SequenceConstruct",
+    "SequenceEmpty",
+    "SequenceInsert",
+    "SequenceErase",
+    "SequenceAt",
+    "SequenceLength",
+    "ConcatFromSequence",
+    "SplitToSequence",
+    "SequenceMap",
 }
 
 
@@ -44,8 +51,13 @@ def parse_rule(path: Path) -> Rule:
             identity = line.split(":", 1)[1].strip()
         elif line.startswith("# options:"):
             options = {name.strip(): True for name in line.split(":", 1)[1].split(",")}
-    return Rule(path.stem, identity, options,
-                onnx.parser.parse_model(before_text), onnx.parser.parse_model(after_text))
+    return Rule(
+        path.stem,
+        identity,
+        options,
+        onnx.parser.parse_model(before_text),
+        onnx.parser.parse_model(after_text),
+    )
 
 
 def all_nodes(model: onnx.ModelProto) -> list[onnx.NodeProto]:
@@ -71,7 +83,11 @@ def op_counts(model: onnx.ModelProto) -> Counter[str]:
 
 
 def sequence_op_count(model: onnx.ModelProto) -> int:
-    return sum(1 for node in all_nodes(model) if node.op_type in SEQUENCE_OPS and node.domain in ("", "ai.onnx"))
+    return sum(
+        1
+        for node in all_nodes(model)
+        if node.op_type in SEQUENCE_OPS and node.domain in ("", "ai.onnx")
+    )
 
 
 def refold_modified(model: onnx.ModelProto, **options: bool) -> bool:

@@ -42,9 +42,13 @@ def test_path_input(as_str: bool) -> None:
 def test_passes_compose_in_a_pass_manager() -> None:
     model = ir.load(SAMPLES / "list_ops_opset11.onnx")
     manager = ir.passes.PassManager(
-        [seqpasses.FoldSequencesPass(), common_passes.RemoveUnusedNodesPass(),
-         common_passes.TopologicalSortPass()],
-        steps=3, early_stop=True,
+        [
+            seqpasses.FoldSequencesPass(),
+            common_passes.RemoveUnusedNodesPass(),
+            common_passes.TopologicalSortPass(),
+        ],
+        steps=3,
+        early_stop=True,
     )
     result = manager(model)
     assert result.modified
@@ -76,7 +80,9 @@ def test_samples_optimize_keep_their_interface_and_are_deterministic(path: Path)
     model = onnx.load(path)
     first = seqpasses.optimize(model)
     second = seqpasses.optimize(model)
-    assert first.SerializeToString(deterministic=True) == second.SerializeToString(deterministic=True)
+    assert first.SerializeToString(deterministic=True) == second.SerializeToString(
+        deterministic=True
+    )
     onnx.checker.check_model(first, full_check=True)
     assert io_signature(first) == io_signature(model)
     assert sequence_op_count(first) < sequence_op_count(model)
@@ -88,7 +94,10 @@ def test_samples_optimize_keep_their_interface_and_are_deterministic(path: Path)
 OPERATOR_PAGE = {
     "concat_from_sequence_axis0": (["Concat"], (6, 3)),
     "concat_from_sequence_axis1": (["Concat"], (2, 9)),
-    "concat_from_sequence_new_axis": (["Constant", "Unsqueeze", "Unsqueeze", "Unsqueeze", "Concat"], (3, 2, 3)),
+    "concat_from_sequence_new_axis": (
+        ["Constant", "Unsqueeze", "Unsqueeze", "Unsqueeze", "Concat"],
+        (3, 2, 3),
+    ),
     "sequence_erase_default": (["SequenceConstruct"], None),
     "sequence_erase_neg2": (["SequenceConstruct"], None),
     "sequence_erase_pos1": (["SequenceConstruct"], None),

@@ -19,7 +19,10 @@ SAMPLE = SAMPLES / "concat_from_sequence_new_axis.onnx"
 def run_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "seqpasses", *map(str, args)],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 
@@ -38,8 +41,9 @@ def test_optimize_with_check_writes_a_model_without_sequence_ops(tmp_path: Path)
 
 def test_quiet_verbose_and_json_report(tmp_path: Path) -> None:
     out, report = tmp_path / "out.onnx", tmp_path / "report.json"
-    quiet = run_cli("optimize", SAMPLES / "unbind_stack.onnx", "-o", out, "-q", "--check",
-                    "--report", report)
+    quiet = run_cli(
+        "optimize", SAMPLES / "unbind_stack.onnx", "-o", out, "-q", "--check", "--report", report
+    )
     assert quiet.returncode == 0 and quiet.stdout == ""
     data = json.loads(report.read_text())
     assert data["sequence_ops_before"] == 4 and data["sequence_ops_after"] == 0
@@ -105,8 +109,16 @@ g (float[2] a) => (float[2] y) {
 
 @pytest.mark.parametrize(
     "case",
-    ["missing file", "a directory", "empty file", "text", "truncated protobuf",
-     "dangling input", "unknown op", "no opset import"],
+    [
+        "missing file",
+        "a directory",
+        "empty file",
+        "text",
+        "truncated protobuf",
+        "dangling input",
+        "unknown op",
+        "no opset import",
+    ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, case: str) -> None:
     source = _bad_models(tmp_path)[case]

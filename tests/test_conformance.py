@@ -30,7 +30,9 @@ def _reference(model: onnx.ModelProto, feeds: dict[str, Any]) -> list[Any] | Non
 
 def _ort(model: onnx.ModelProto, feeds: dict[str, Any]) -> list[Any] | None:
     try:
-        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(
+            model.SerializeToString(), providers=["CPUExecutionProvider"]
+        )
         return list(session.run(None, feeds))
     except Exception:
         return None
@@ -39,7 +41,9 @@ def _ort(model: onnx.ModelProto, feeds: dict[str, Any]) -> list[Any] | None:
 def _matches(got: list[Any] | None, expected: list[Any]) -> bool:
     if got is None or len(got) != len(expected):
         return False
-    return all(not _compare(f"out{i}", g, e) for i, (g, e) in enumerate(zip(got, expected)))
+    return all(
+        not _compare(f"out{i}", g, e) for i, (g, e) in enumerate(zip(got, expected, strict=False))
+    )
 
 
 def _ids() -> list[str]:
@@ -49,7 +53,7 @@ def _ids() -> list[str]:
 @pytest.mark.parametrize("case", CASES, ids=_ids())
 @pytest.mark.parametrize("freeze", [False, True], ids=["default", "freeze-inputs"])
 def test_case_keeps_its_outputs(case: Path, freeze: bool) -> None:
-    model, feeds, expected, meta = load_case(case)
+    model, feeds, expected, _meta = load_case(case)
     optimized = seqpasses.optimize(model, freeze_inputs=freeze)
     onnx.checker.check_model(optimized, full_check=True)
     assert [o.name for o in optimized.graph.output] == [o.name for o in model.graph.output]
@@ -57,7 +61,9 @@ def test_case_keeps_its_outputs(case: Path, freeze: bool) -> None:
     for run in (_reference, _ort):
         if _matches(run(model, feeds), expected):
             checked += 1
-            assert _matches(run(optimized, feeds), expected), f"{run.__name__} differs after optimizing"
+            assert _matches(run(optimized, feeds), expected), (
+                f"{run.__name__} differs after optimizing"
+            )
     assert checked, "neither evaluator reproduces the stored outputs of the original model"
     assert refold_modified(optimized, freeze_inputs=freeze) is False
 
@@ -72,7 +78,12 @@ def test_case_reaches_its_expectation(case: Path) -> None:
         assert after == 0
 
 
-FROZEN_FULL = ["test_sequence_model1", "test_sequence_model2", "test_sequence_model3", "test_sequence_model7"]
+FROZEN_FULL = [
+    "test_sequence_model1",
+    "test_sequence_model2",
+    "test_sequence_model3",
+    "test_sequence_model7",
+]
 
 
 @pytest.mark.parametrize("name", FROZEN_FULL)

@@ -14,7 +14,8 @@ IR_FOR = {11: 6, 12: 7, 13: 7, 16: 8, 17: 8, 18: 8, 19: 9, 21: 10}
 
 def _model(opset: int) -> onnx.ModelProto:
     reduce = (
-        "col = ReduceSumSquare<keepdims = 0, axes = [1]>(c)" if opset < 18
+        "col = ReduceSumSquare<keepdims = 0, axes = [1]>(c)"
+        if opset < 18
         else "one = Constant<value = int64[1] {1}>()\n  col = ReduceSumSquare<keepdims = 0>(c, one)"
     )
     text = f"""<ir_version: {IR_FOR[opset]}, opset_import: ["" : {opset}]>

@@ -38,7 +38,8 @@ def test_reference_fault_insert_into_empty_divides_by_zero() -> None:
     with pytest.raises(ZeroDivisionError):
         ReferenceEvaluator(INSERT_INTO_EMPTY).run(None, {"a": FEEDS["a"]})
     (fixed,) = ReferenceEvaluator(INSERT_INTO_EMPTY, new_ops=list(REFERENCE_OVERRIDES)).run(
-        None, {"a": FEEDS["a"]})
+        None, {"a": FEEDS["a"]}
+    )
     assert [float(t[0]) for t in fixed] == [1.0]
 
 

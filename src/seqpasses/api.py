@@ -35,21 +35,30 @@ def optimize_ir(
 
 @overload
 def optimize(
-    model: onnx.ModelProto, *, freeze_inputs: bool = ..., strict_spec: bool = ...,
+    model: onnx.ModelProto,
+    *,
+    freeze_inputs: bool = ...,
+    strict_spec: bool = ...,
     report: Report | None = ...,
 ) -> onnx.ModelProto: ...
 
 
 @overload
 def optimize(
-    model: ir.Model, *, freeze_inputs: bool = ..., strict_spec: bool = ...,
+    model: ir.Model,
+    *,
+    freeze_inputs: bool = ...,
+    strict_spec: bool = ...,
     report: Report | None = ...,
 ) -> ir.Model: ...
 
 
 @overload
 def optimize(
-    model: str | os.PathLike[str], *, freeze_inputs: bool = ..., strict_spec: bool = ...,
+    model: str | os.PathLike[str],
+    *,
+    freeze_inputs: bool = ...,
+    strict_spec: bool = ...,
     report: Report | None = ...,
 ) -> onnx.ModelProto: ...
 

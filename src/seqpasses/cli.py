@@ -34,14 +34,28 @@ def _parser() -> argparse.ArgumentParser:
     opt = commands.add_parser("optimize", help="fold and lower sequence ops in a model")
     opt.add_argument("input", type=Path, help="the .onnx model to optimize")
     opt.add_argument("-o", "--output", type=Path, required=True, help="where to write the result")
-    opt.add_argument("--check", action="store_true",
-                     help="run both models on random inputs and fail on any difference")
-    opt.add_argument("--check-runs", type=int, default=3, metavar="N",
-                     help="how many random input sets --check uses (default 3)")
-    opt.add_argument("--freeze-inputs", action="store_true",
-                     help="treat initializers that are also graph inputs as constants")
-    opt.add_argument("--strict-spec", action="store_true",
-                     help="follow the ONNX spec where ONNX Runtime departs from it")
+    opt.add_argument(
+        "--check",
+        action="store_true",
+        help="run both models on random inputs and fail on any difference",
+    )
+    opt.add_argument(
+        "--check-runs",
+        type=int,
+        default=3,
+        metavar="N",
+        help="how many random input sets --check uses (default 3)",
+    )
+    opt.add_argument(
+        "--freeze-inputs",
+        action="store_true",
+        help="treat initializers that are also graph inputs as constants",
+    )
+    opt.add_argument(
+        "--strict-spec",
+        action="store_true",
+        help="follow the ONNX spec where ONNX Runtime departs from it",
+    )
     opt.add_argument("--report", type=Path, metavar="FILE", help="write a JSON report of the run")
     opt.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     opt.add_argument("-v", "--verbose", action="store_true", help="list every rewrite")
@@ -60,12 +74,18 @@ def _optimize(args: argparse.Namespace) -> int:
     report = Report()
     report.timings["load"] = time.perf_counter() - start
     original = ir.serde.serialize_model(model) if args.check else None
-    optimize_ir(model, freeze_inputs=args.freeze_inputs, strict_spec=args.strict_spec, report=report)
+    optimize_ir(
+        model, freeze_inputs=args.freeze_inputs, strict_spec=args.strict_spec, report=report
+    )
     verdict = None
     if original is not None:
         start = time.perf_counter()
-        verdict = verify(original, ir.serde.serialize_model(model), runs=args.check_runs,
-                         strict_spec=args.strict_spec)
+        verdict = verify(
+            original,
+            ir.serde.serialize_model(model),
+            runs=args.check_runs,
+            strict_spec=args.strict_spec,
+        )
         report.timings["check"] = time.perf_counter() - start
     if verdict is not None and not verdict.ok:
         print(f"seqpasses: check failed, no output written: {verdict.mismatch}", file=sys.stderr)
@@ -74,13 +94,19 @@ def _optimize(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     save_model(model, args.output)
     report.timings["save"] = time.perf_counter() - start
-    _write_report(args, report, None if verdict is None else verdict.ok,
-                  None if verdict is None else str(verdict))
+    _write_report(
+        args,
+        report,
+        None if verdict is None else verdict.ok,
+        None if verdict is None else str(verdict),
+    )
     if not args.quiet:
         print(report.table())
         if args.verbose:
             for rewrite in report.rewrites:
-                print(f"  rewrite {rewrite.rule}: {rewrite.op_type} '{rewrite.node}' {rewrite.detail}")
+                print(
+                    f"  rewrite {rewrite.rule}: {rewrite.op_type} '{rewrite.node}' {rewrite.detail}"
+                )
         for left in report.left:
             print(f"  left {left.op_type} '{left.node}' ({left.graph or 'main'}): {left.detail}")
         for note in report.notes:
@@ -91,7 +117,9 @@ def _optimize(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_report(args: argparse.Namespace, report: Report, ok: bool | None, text: str | None) -> None:
+def _write_report(
+    args: argparse.Namespace, report: Report, ok: bool | None, text: str | None
+) -> None:
     if args.report is None:
         return
     data = report.as_dict()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import onnx
 import onnx_ir as ir
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
 __all__ = ["BadInputError", "load_model", "save_model"]
 
@@ -30,16 +30,20 @@ def load_model(path: str | os.PathLike[str]) -> ir.Model:
         proto = onnx.load(os.fspath(file), load_external_data=False)
     except (DecodeError, ValueError, RuntimeError, OSError) as error:
         raise BadInputError(f"{file}: not an ONNX model ({_first_line(error)})") from None
-    if not proto.HasField("graph") or not proto.graph.node and not proto.graph.output:
+    if not proto.HasField("graph") or (not proto.graph.node and not proto.graph.output):
         raise BadInputError(f"{file}: not an ONNX model (no graph)")
     if not any(op.domain in ("", "ai.onnx") for op in proto.opset_import):
         raise BadInputError(f"{file}: the model imports no ONNX opset (opset_import is empty)")
     try:
         onnx.checker.check_model(os.fspath(file))
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as error:
-        raise BadInputError(f"{file}: the model fails the ONNX checker: {_first_line(error)}") from None
+        raise BadInputError(
+            f"{file}: the model fails the ONNX checker: {_first_line(error)}"
+        ) from None
     except Exception as error:
-        raise BadInputError(f"{file}: the model fails the ONNX checker: {_first_line(error)}") from None
+        raise BadInputError(
+            f"{file}: the model fails the ONNX checker: {_first_line(error)}"
+        ) from None
     model = ir.serde.deserialize_model(proto)
     # External weights stay on disk until something reads them.
     ir.external_data.set_base_dir(model.graph, file.resolve().parent)

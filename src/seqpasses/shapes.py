@@ -59,20 +59,30 @@ class ShapeOracle:
         try:
             schema = onnx.defs.get_schema(node.op_type, self.opset, "")
             proto = ir.serde.serialize_node(node)
-            types = {v.name: ir.serde.serialize_value(v).type for v in node.inputs if v is not None and v.name}
+            types = {
+                v.name: ir.serde.serialize_value(v).type
+                for v in node.inputs
+                if v is not None and v.name
+            }
             data: dict[str, onnx.TensorProto] = {}
             for v in node.inputs:
                 if v is None or not v.name:
                     continue
                 tensor = ir.convenience.get_const_tensor(v)
-                if tensor is not None and tensor.size <= _MAX_CONST_ELEMENTS and not v.is_graph_input():
+                if (
+                    tensor is not None
+                    and tensor.size <= _MAX_CONST_ELEMENTS
+                    and not v.is_graph_input()
+                ):
                     data[v.name] = ir.serde.serialize_tensor(tensor)
             opsets = [onnx.helper.make_opsetid("", self.opset)]
-            inferred = onnx.shape_inference.infer_node_outputs(schema, proto, types, data, opset_imports=opsets)
+            inferred = onnx.shape_inference.infer_node_outputs(
+                schema, proto, types, data, opset_imports=opsets
+            )
         except Exception:
             return
         for out in node.outputs:
-            type_proto = inferred.get(out.name)
+            type_proto = inferred.get(out.name or "")
             if type_proto is None:
                 continue
             if out.type is None:

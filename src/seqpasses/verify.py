@@ -12,7 +12,8 @@ not reported as a mismatch and a wrong one is not hidden.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,7 +73,9 @@ class SequenceErase(OpRun):
 class _SplitToSequenceBase(OpRun):
     squeeze_scalar_one = True
 
-    def _run(self, mat: Any, split: Any = None, axis: int = 0, keepdims: int = 1) -> tuple[list[Any]]:
+    def _run(
+        self, mat: Any, split: Any = None, axis: int = 0, keepdims: int = 1
+    ) -> tuple[list[Any]]:
         axis = axis + mat.ndim if axis < 0 else axis
         dim = mat.shape[axis]
         squeeze = False
@@ -86,7 +89,7 @@ class _SplitToSequenceBase(OpRun):
         else:
             sizes = [int(s) for s in split]
         bounds = np.cumsum([0, *sizes])
-        parts = [np.take(mat, np.arange(a, b), axis=axis) for a, b in zip(bounds[:-1], bounds[1:])]
+        parts = [np.take(mat, np.arange(a, b), axis=axis) for a, b in itertools.pairwise(bounds)]
         if squeeze:
             parts = [np.squeeze(p, axis=axis) for p in parts]
         return (parts,)
@@ -119,7 +122,9 @@ def _overrides(strict_spec: bool) -> list[type[OpRun]]:
 # -- inputs ----------------------------------------------------------------------------------
 
 
-def _random_tensor(tensor_type: onnx.TypeProto.Tensor, sizes: dict[str, int], rng: np.random.Generator) -> np.ndarray:
+def _random_tensor(
+    tensor_type: onnx.TypeProto.Tensor, sizes: dict[str, int], rng: np.random.Generator
+) -> np.ndarray:
     shape: list[int] = []
     if tensor_type.HasField("shape"):
         for dim in tensor_type.shape.dim:
@@ -138,11 +143,15 @@ def _random_tensor(tensor_type: onnx.TypeProto.Tensor, sizes: dict[str, int], rn
     if np.issubdtype(dtype, np.complexfloating):
         return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
     if dtype == np.object_:
-        return np.array([f"s{int(v)}" for v in rng.integers(0, 9, size=shape).reshape(-1)], dtype=object).reshape(shape)
+        return np.array(
+            [f"s{int(v)}" for v in rng.integers(0, 9, size=shape).reshape(-1)], dtype=object
+        ).reshape(shape)
     return rng.standard_normal(shape).astype(dtype)
 
 
-def _random_value(type_proto: onnx.TypeProto, sizes: dict[str, int], rng: np.random.Generator) -> Any:
+def _random_value(
+    type_proto: onnx.TypeProto, sizes: dict[str, int], rng: np.random.Generator
+) -> Any:
     kind = type_proto.WhichOneof("value")
     if kind == "tensor_type":
         return _random_tensor(type_proto.tensor_type, sizes, rng)
@@ -203,7 +212,7 @@ def _compare(name: str, a: Any, b: Any) -> str:
             return f"{name}: one is a sequence, the other is not"
         if len(a) != len(b):
             return f"{name}: sequence length {len(a)} vs {len(b)}"
-        for i, (x, y) in enumerate(zip(a, b)):
+        for i, (x, y) in enumerate(zip(a, b, strict=False)):
             diff = _compare(f"{name}[{i}]", x, y)
             if diff:
                 return diff
@@ -224,12 +233,24 @@ def _compare(name: str, a: Any, b: Any) -> str:
     return f"{name}: max abs difference {worst:g}"
 
 
-def _run_reference(model: onnx.ModelProto, feeds: dict[str, Any], strict_spec: bool) -> list[Any]:
-    evaluator = ReferenceEvaluator(model, new_ops=_overrides(strict_spec))
-    return list(evaluator.run(None, feeds))
+Runner = Callable[[dict[str, Any]], list[Any]]
 
 
-def _ort_session(model: onnx.ModelProto) -> Any:
+def _reference_runner(model: onnx.ModelProto, strict_spec: bool) -> Runner:
+    try:
+        evaluator = ReferenceEvaluator(model, new_ops=_overrides(strict_spec))
+    except Exception as error:
+        failure = error
+
+        def fail(feeds: dict[str, Any]) -> list[Any]:
+            raise failure
+
+        return fail
+    return lambda feeds: list(evaluator.run(None, feeds))
+
+
+def _ort_runner(model: onnx.ModelProto) -> Runner | None:
+    """A runner on ONNX Runtime, or None when it is not installed or cannot load the model."""
     try:
         import onnxruntime as ort
     except ImportError:
@@ -237,22 +258,28 @@ def _ort_session(model: onnx.ModelProto) -> Any:
     try:
         options = ort.SessionOptions()
         options.log_severity_level = 3
-        return ort.InferenceSession(
+        session = ort.InferenceSession(
             model.SerializeToString(), options, providers=["CPUExecutionProvider"]
         )
     except Exception:
         return None
+    return lambda feeds: list(session.run(None, feeds))
 
 
-def _outcome(run: Any) -> tuple[list[Any] | None, str]:
+def _outcome(runner: Runner, feeds: dict[str, Any]) -> tuple[list[Any] | None, str]:
     try:
-        return run(), ""
+        return runner(feeds), ""
     except Exception as error:
-        return None, f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        text = str(error).strip()
+        return None, f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"
 
 
-def _check_pair(engine: str, names: Sequence[str], before: tuple[list[Any] | None, str],
-                after: tuple[list[Any] | None, str]) -> str:
+def _check_pair(
+    engine: str,
+    names: Sequence[str],
+    before: tuple[list[Any] | None, str],
+    after: tuple[list[Any] | None, str],
+) -> str:
     (out_b, err_b), (out_a, err_a) = before, after
     if out_b is None and out_a is None:
         return ""
@@ -260,7 +287,7 @@ def _check_pair(engine: str, names: Sequence[str], before: tuple[list[Any] | Non
         return f"{engine}: original failed ({err_b}) but optimized ran"
     if out_a is None:
         return f"{engine}: optimized failed ({err_a}) but original ran"
-    for name, x, y in zip(names, out_b, out_a):
+    for name, x, y in zip(names, out_b, out_a, strict=False):
         diff = _compare(name, x, y)
         if diff:
             return f"{engine}: {diff}"
@@ -283,28 +310,29 @@ def verify(
         report.ok = False
         report.mismatch = "graph output names differ"
         return report
-    sessions = (_ort_session(before), _ort_session(after)) if use_ort else (None, None)
-    report.engines.append("onnx.reference")
-    if sessions[0] is not None and sessions[1] is not None:
-        report.engines.append("onnxruntime")
-    elif use_ort and sessions[0] is not None:
-        report.ok = False
-        report.mismatch = "onnxruntime loads the original model but not the optimized one"
-        return report
+    engines: list[tuple[str, Runner, Runner]] = [
+        (
+            "onnx.reference",
+            _reference_runner(before, strict_spec),
+            _reference_runner(after, strict_spec),
+        )
+    ]
+    if use_ort:
+        ort_before, ort_after = _ort_runner(before), _ort_runner(after)
+        if ort_before is not None and ort_after is None:
+            report.ok = False
+            report.mismatch = "onnxruntime loads the original model but not the optimized one"
+            return report
+        if ort_before is not None and ort_after is not None:
+            engines.append(("onnxruntime", ort_before, ort_after))
+    report.engines = [name for name, _, _ in engines]
     for run in range(runs):
         feeds = random_inputs(before, seed + run)
-        ref_b = _outcome(lambda: _run_reference(before, feeds, strict_spec))
-        ref_a = _outcome(lambda: _run_reference(after, feeds, strict_spec))
-        diff = _check_pair("onnx.reference", names, ref_b, ref_a)
-        if not diff and sessions[0] is not None and sessions[1] is not None:
-            sb, sa = sessions
-            ort_b = _outcome(lambda: list(sb.run(None, feeds)))
-            ort_a = _outcome(lambda: list(sa.run(None, feeds)))
-            if ort_b[0] is not None or ort_a[0] is not None:
-                diff = _check_pair("onnxruntime", names, ort_b, ort_a)
+        for name, run_before, run_after in engines:
+            diff = _check_pair(name, names, _outcome(run_before, feeds), _outcome(run_after, feeds))
+            if diff:
+                report.ok = False
+                report.mismatch = f"run {run} (seed {seed + run}): {diff}"
+                return report
         report.runs += 1
-        if diff:
-            report.ok = False
-            report.mismatch = f"run {run} (seed {seed + run}): {diff}"
-            return report
     return report

@@ -27,7 +27,7 @@ walked with their own opset.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -36,8 +36,8 @@ import onnx_ir.passes.common as common_passes
 
 from seqpasses.emit import Emitter
 from seqpasses.report import SEQUENCE_OPS, Report, Rewrite
+from seqpasses.sequence import PositionError, StaticSequence, Unknown
 from seqpasses.shapes import ShapeOracle
-from seqpasses.sequence import PositionError, StaticSequence, Unknown, normalize_at_position
 
 __all__ = ["FoldOptions", "FoldSequencesPass"]
 
@@ -64,6 +64,11 @@ class _Scope:
     path: str
     opset: int
     shapes: ShapeOracle
+    output_slots: dict[ir.Value, list[int]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for index, value in enumerate(self.graph.outputs):
+            self.output_slots.setdefault(value, []).append(index)
 
 
 class _Folder:
@@ -183,9 +188,7 @@ class _Folder:
 
     def replace(self, old: ir.Value, new: ir.Value, scope: _Scope) -> None:
         """Point every use of ``old`` at ``new``; graph outputs keep their name and order."""
-        for index, out in enumerate(list(scope.graph.outputs)):
-            if out is not old:
-                continue
+        for index in list(scope.output_slots.get(old, ())) if old.is_graph_output() else ():
             fresh = (
                 new.producer() in self.created
                 and new.graph is scope.graph
@@ -204,6 +207,12 @@ class _Folder:
             new.type = old.type
         new.shape = _merge_shapes(old.shape, new.shape)
         scope.graph.outputs[index] = new
+        slots = scope.output_slots.pop(old, [])
+        if index in slots:
+            slots.remove(index)
+        if slots:
+            scope.output_slots[old] = slots
+        scope.output_slots.setdefault(new, []).append(index)
 
     def is_canonical(self, value: ir.Value, seq: StaticSequence) -> bool:
         producer = value.producer()
@@ -213,7 +222,9 @@ class _Folder:
             return len(seq) > 0 and tuple(producer.inputs) == seq.elements
         return producer.op_type == "SequenceEmpty" and len(seq) == 0
 
-    def materialize(self, seq: StaticSequence, scope: _Scope, anchor: ir.Node | None, like: ir.Value) -> ir.Value:
+    def materialize(
+        self, seq: StaticSequence, scope: _Scope, anchor: ir.Node | None, like: ir.Value
+    ) -> ir.Value:
         key = (id(scope.graph), seq.elements, seq.dtype)
         if anchor is not None and key in self.materialized:
             return self.materialized[key]
@@ -250,8 +261,13 @@ class _Folder:
             self._take_output_slot(scope, index, out, value)
             self.rewrote = True
             self.report.rewrites.append(
-                Rewrite("canonical-sequence-output", out.name or "", "output", scope.path,
-                        f"{len(seq)} elements")
+                Rewrite(
+                    "canonical-sequence-output",
+                    out.name or "",
+                    "output",
+                    scope.path,
+                    f"{len(seq)} elements",
+                )
             )
 
 
@@ -375,7 +391,9 @@ def _concat_from_sequence(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
     if seq is None:
         return f.leave(node, f.why_unknown(node.inputs[0]))
     if len(seq) == 0:
-        return f.leave(node, "ConcatFromSequence of an empty sequence fails at run time; left as is")
+        return f.leave(
+            node, "ConcatFromSequence of an empty sequence fails at run time; left as is"
+        )
     axis_attr = node.attributes.get("axis")
     if axis_attr is None:
         return f.leave(node, "ConcatFromSequence without its required axis")
@@ -385,7 +403,10 @@ def _concat_from_sequence(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
     if rank is not None:
         out_rank = rank + 1 if new_axis == 1 else rank
         if not -out_rank <= axis <= out_rank - 1:
-            return f.leave(node, f"axis {axis} is outside [-{out_rank}, {out_rank - 1}]: left to fail at run time")
+            return f.leave(
+                node,
+                f"axis {axis} is outside [-{out_rank}, {out_rank - 1}]: left to fail at run time",
+            )
         axis = axis + out_rank if axis < 0 else axis
     # With the rank unknown the axis passes through unchanged: Unsqueeze and Concat accept the
     # same axis range as ConcatFromSequence, so both models fail or succeed together.
@@ -419,7 +440,11 @@ def _split_sizes(f: _Folder, node: ir.Node, dim: int | None) -> tuple[list[int] 
         if dim is None:
             return None, False, "split axis dim unknown: the sizes cannot be proven to sum to it"
         if sum(sizes) != dim:
-            return None, False, f"split sizes sum to {sum(sizes)}, axis dim is {dim}: left to fail at run time"
+            return (
+                None,
+                False,
+                f"split sizes sum to {sum(sizes)}, axis dim is {dim}: left to fail at run time",
+            )
         return sizes, False, ""
     if array.ndim != 0:
         return None, False, f"split has rank {array.ndim}, not 0 or 1"
@@ -443,7 +468,9 @@ def _split_to_sequence(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
     rank = len(shape)
     axis = node.attributes.get_int("axis", 0)
     if not -rank <= axis <= rank - 1:
-        return f.leave(node, f"axis {axis} is outside [-{rank}, {rank - 1}]: left to fail at run time")
+        return f.leave(
+            node, f"axis {axis} is outside [-{rank}, {rank - 1}]: left to fail at run time"
+        )
     axis = axis + rank if axis < 0 else axis
     dim = shape[axis]
     sizes, squeeze, why = _split_sizes(f, node, dim if isinstance(dim, int) else None)
