@@ -16,7 +16,7 @@ import onnx_ir as ir
 
 from seqpasses import __version__
 from seqpasses.api import optimize_ir
-from seqpasses.io import BadInputError, load_model, save_model
+from seqpasses.io import BadInputError, load_model, save_model, uses_external_data
 from seqpasses.report import Report
 from seqpasses.verify import verify
 
@@ -56,6 +56,16 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="follow the ONNX spec where ONNX Runtime departs from it",
     )
+    opt.add_argument(
+        "--external-data",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="NAME",
+        help="write the weights to an external data file NAME beside the output "
+        "(default name: OUT's file name + '.data'; needed above 2 GB). "
+        "A model whose weights were external keeps them external.",
+    )
     opt.add_argument("--report", type=Path, metavar="FILE", help="write a JSON report of the run")
     opt.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     opt.add_argument("-v", "--verbose", action="store_true", help="list every rewrite")
@@ -92,7 +102,12 @@ def _optimize(args: argparse.Namespace) -> int:
         _write_report(args, report, verdict.ok, str(verdict))
         return 1
     start = time.perf_counter()
-    save_model(model, args.output)
+    external = args.external_data
+    if external is None and uses_external_data(model):
+        external = ""
+    if external == "":
+        external = f"{args.output.name}.data"
+    save_model(model, args.output, external)
     report.timings["save"] = time.perf_counter() - start
     _write_report(
         args,

@@ -178,13 +178,11 @@ def concat_shape(inputs: Sequence[ir.Value], axis: int) -> ir.Shape | None:
         if i == axis:
             dims.append(add_dims([s[i] for s in known]))
             continue
-        pick: Dim = known[0][i]
-        for s in known:
-            if isinstance(s[i], int) or (isinstance(pick, ir.SymbolicDim) and pick.value is None):
-                pick = s[i]
-                if isinstance(pick, int):
-                    break
-        dims.append(pick)
+        ints = {s[i] for s in known if isinstance(s[i], int)}
+        if len(ints) > 1:
+            return None  # the inputs disagree: Concat fails at run time, so claim no shape
+        named = [s[i] for s in known if isinstance(s[i], ir.SymbolicDim) and s[i].value is not None]
+        dims.append(ints.pop() if ints else (named[0] if named else ir.SymbolicDim(None)))
     return ir.Shape(dims)
 
 

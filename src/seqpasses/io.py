@@ -10,7 +10,7 @@ import onnx
 import onnx_ir as ir
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
-__all__ = ["BadInputError", "load_model", "save_model"]
+__all__ = ["BadInputError", "load_model", "save_model", "uses_external_data"]
 
 
 class BadInputError(Exception):
@@ -50,21 +50,50 @@ def load_model(path: str | os.PathLike[str]) -> ir.Model:
     return model
 
 
-def save_model(model: ir.Model, path: str | os.PathLike[str]) -> None:
-    """Write ``model`` to ``path`` through a temporary file in the same folder, then rename."""
+_TWO_GB = 2**31
+
+
+def uses_external_data(model: ir.Model) -> bool:
+    """Whether any initializer's data lives in an external file."""
+    return any(
+        isinstance(v.const_value, ir.ExternalTensor) for v in model.graph.initializers.values()
+    )
+
+
+def save_model(
+    model: ir.Model, path: str | os.PathLike[str], external_data: str | None = None
+) -> None:
+    """Write ``model`` to ``path`` through a temporary file in the same folder, then rename.
+
+    With ``external_data`` (a file name relative to the output folder) every initializer's
+    data is written there instead of into the protobuf, which cannot exceed 2 GB.
+    """
     target = Path(path)
     if not target.parent.exists():
         raise BadInputError(f"{target.parent}: output folder does not exist")
     if target.is_dir():
         raise BadInputError(f"{target}: is a directory")
+    if external_data is not None:
+        data_path = (target.parent / external_data).resolve()
+        for value in model.graph.initializers.values():
+            tensor = value.const_value
+            if isinstance(tensor, ir.ExternalTensor) and Path(tensor.path).resolve() == data_path:
+                raise BadInputError(f"{data_path}: would overwrite the input's own external data")
     descriptor, temporary = tempfile.mkstemp(
         prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
     )
     os.close(descriptor)
     try:
-        proto = ir.serde.serialize_model(model)
-        with open(temporary, "wb") as handle:
-            handle.write(proto.SerializeToString(deterministic=True))
+        if external_data is not None:
+            ir.save(model, temporary, format="protobuf", external_data=external_data)
+        else:
+            proto = ir.serde.serialize_model(model)
+            if proto.ByteSize() >= _TWO_GB:
+                raise BadInputError(
+                    f"{target}: the model is larger than 2 GB; write its weights with --external-data"
+                )
+            with open(temporary, "wb") as handle:
+                handle.write(proto.SerializeToString(deterministic=True))
         os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

@@ -257,7 +257,11 @@ class _Folder:
             seq = self.static(out)
             if seq is None or self.is_canonical(out, seq):
                 continue
-            value = self.materialize(seq, scope, None, out)
+            cached = self.materialized.get((id(scope.graph), seq.elements, seq.dtype))
+            if cached is not None and not cached.is_graph_output():
+                value = cached  # already built for a consumer: the output takes it over
+            else:
+                value = self.materialize(seq, scope, None, out)
             self._take_output_slot(scope, index, out, value)
             self.rewrote = True
             self.report.rewrites.append(
@@ -386,6 +390,21 @@ def _rank(values: tuple[ir.Value, ...], shapes: ShapeOracle) -> int | None:
     return ranks.pop() if len(ranks) == 1 else None
 
 
+def _conflicting_dim(
+    values: tuple[ir.Value, ...], shapes: ShapeOracle, skip: int | None
+) -> int | None:
+    """The first dim (other than ``skip``) where two elements have different known sizes."""
+    known = [shapes.shape(v) for v in values]
+    rank = len(known[0]) if known[0] is not None else 0
+    for i in range(rank):
+        if i == skip:
+            continue
+        sizes = {s[i] for s in known if s is not None and isinstance(s[i], int)}
+        if len(sizes) > 1:
+            return i
+    return None
+
+
 def _concat_from_sequence(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
     seq = f.static(node.inputs[0])
     if seq is None:
@@ -408,6 +427,12 @@ def _concat_from_sequence(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
                 f"axis {axis} is outside [-{out_rank}, {out_rank - 1}]: left to fail at run time",
             )
         axis = axis + out_rank if axis < 0 else axis
+        conflict = _conflicting_dim(seq.elements, scope.shapes, None if new_axis == 1 else axis)
+        if conflict is not None:
+            return f.leave(
+                node,
+                f"elements differ in dim {conflict}: ConcatFromSequence fails at run time; left as is",
+            )
     # With the rank unknown the axis passes through unchanged: Unsqueeze and Concat accept the
     # same axis range as ConcatFromSequence, so both models fail or succeed together.
     emit = f.emitter(scope, node)
