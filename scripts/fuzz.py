@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, seed, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from fuzz_programs import programs  # noqa: E402
-from test_fuzz import check_program  # noqa: E402
+from fuzz_programs import programs
+from test_fuzz import check_program
 
 
 def main() -> int:

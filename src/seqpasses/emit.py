@@ -181,7 +181,8 @@ def concat_shape(inputs: Sequence[ir.Value], axis: int) -> ir.Shape | None:
         ints = {s[i] for s in known if isinstance(s[i], int)}
         if len(ints) > 1:
             return None  # the inputs disagree: Concat fails at run time, so claim no shape
-        named = [s[i] for s in known if isinstance(s[i], ir.SymbolicDim) and s[i].value is not None]
+        column = [s[i] for s in known]
+        named = [d for d in column if isinstance(d, ir.SymbolicDim) and d.value is not None]
         dims.append(ints.pop() if ints else (named[0] if named else ir.SymbolicDim(None)))
     return ir.Shape(dims)
 
