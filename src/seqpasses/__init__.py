@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from seqpasses.api import optimize, optimize_ir
+from seqpasses.inference import ShapeFacts, ValueFact, infer_shapes, shape_facts
 from seqpasses.passes.fold import FoldOptions, FoldSequencesPass
 from seqpasses.report import Report, count_ops, count_sequence_ops
 from seqpasses.verify import VerifyReport, verify
@@ -13,11 +14,15 @@ __all__ = [
     "FoldOptions",
     "FoldSequencesPass",
     "Report",
+    "ShapeFacts",
+    "ValueFact",
     "VerifyReport",
     "__version__",
     "count_ops",
     "count_sequence_ops",
+    "infer_shapes",
     "optimize",
     "optimize_ir",
+    "shape_facts",
     "verify",
 ]

@@ -16,6 +16,7 @@ import onnx_ir as ir
 
 from seqpasses import __version__
 from seqpasses.api import optimize_ir
+from seqpasses.inference import shape_facts
 from seqpasses.io import BadInputError, load_model, save_model, uses_external_data
 from seqpasses.report import Report
 from seqpasses.verify import verify
@@ -69,7 +70,49 @@ def _parser() -> argparse.ArgumentParser:
     opt.add_argument("--report", type=Path, metavar="FILE", help="write a JSON report of the run")
     opt.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     opt.add_argument("-v", "--verbose", action="store_true", help="list every rewrite")
+    shp = commands.add_parser(
+        "shapes", help="print the inferred type and shape of outputs and sequence values"
+    )
+    shp.add_argument("input", type=Path, help="the .onnx model")
+    shp.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    shp.add_argument(
+        "--all", action="store_true", help="list every value, not only outputs and sequences"
+    )
     return parser
+
+
+def _format_shape(shape: tuple[int | str | None, ...] | None) -> str:
+    if shape is None:
+        return "?"
+    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def _shapes(args: argparse.Namespace) -> int:
+    model = load_model(args.input)
+    facts = shape_facts(model)
+    outputs = set(facts.outputs)
+    chosen = [
+        f
+        for f in facts.values
+        if args.all or f.kind == "sequence" or (f.graph == "main" and f.name in outputs)
+    ]
+    if args.json:
+        print(
+            json.dumps(
+                {"outputs": facts.outputs, "values": [f.as_dict() for f in chosen]}, indent=2
+            )
+        )
+        return 0
+    rows = [("value", "graph", "kind", "dtype", "shape", "length")]
+    for f in chosen:
+        length = "" if f.length is None else str(f.length)
+        if f.value is not None:
+            length = f"= {f.value}"
+        rows.append((f.name, f.graph, f.kind, f.dtype or "?", _format_shape(f.shape), length))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    return 0
 
 
 def _optimize(args: argparse.Namespace) -> int:
@@ -149,6 +192,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "optimize":
             return _optimize(args)
+        if args.command == "shapes":
+            return _shapes(args)
     except BadInputError as error:
         print(f"seqpasses: error: {error}", file=sys.stderr)
         return 2

@@ -59,6 +59,8 @@ def _format(terms: Counter[str]) -> Dim:
 
 def add_dims(dims: list[Dim]) -> Dim:
     """The sum of ``dims``; unnamed (unknown) when any of them is unknown."""
+    if all(isinstance(d, int) for d in dims):
+        return sum(dims)
     total: Counter[str] = Counter()
     for dim in dims:
         terms = _terms_of(dim)

@@ -33,6 +33,7 @@ class Owner(Protocol):
     constants: dict[tuple[int, tuple[int, ...]], ir.Value]
     squeezed: dict[ir.Value, tuple[ir.Value, int]]
     split_axis: dict[ir.Node, int]
+    analyze_only: bool
 
     def next_name(self, base: str, op_type: str) -> str: ...
 
@@ -63,7 +64,9 @@ class Emitter:
             num_outputs=num_outputs,
             name=self.owner.next_name(base, op_type),
         )
-        if self.anchor is None:
+        if self.owner.analyze_only:
+            pass  # analysis: the node only describes a value, it never enters the graph
+        elif self.anchor is None:
             self.graph.append(node)
         else:
             self.graph.insert_before(self.anchor, node)

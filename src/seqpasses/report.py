@@ -9,7 +9,7 @@ from typing import Any
 
 import onnx_ir as ir
 
-__all__ = ["SEQUENCE_OPS", "Report", "Rewrite", "count_ops", "count_sequence_ops"]
+__all__ = ["SEQUENCE_OPS", "Report", "Rewrite", "all_nodes", "count_ops", "count_sequence_ops"]
 
 SEQUENCE_OPS = frozenset(
     {
@@ -96,18 +96,31 @@ class Report:
         }
 
 
-def _all_nodes(model: ir.Model) -> Iterable[ir.Node]:
-    yield from model.graph.all_nodes()
+def _graph_nodes(graph: ir.Graph | ir.Function) -> Iterable[ir.Node]:
+    for node in graph:
+        yield node
+        for attr in node.attributes.values():
+            if attr.type == ir.AttributeType.GRAPH:
+                yield from _graph_nodes(attr.as_graph())
+            elif attr.type == ir.AttributeType.GRAPHS:
+                for sub in attr.as_graphs():
+                    yield from _graph_nodes(sub)
+
+
+def all_nodes(model: ir.Model) -> Iterable[ir.Node]:
+    """Every node of the main graph, its subgraphs and the model-local functions."""
+    yield from _graph_nodes(model.graph)
     for function in model.functions.values():
-        yield from function.all_nodes()
+        yield from _graph_nodes(function)
 
 
 def count_ops(model: ir.Model) -> Counter[str]:
     """Op counts over the main graph, every subgraph and every model-local function."""
-    return Counter(
-        node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}::{node.op_type}"
-        for node in _all_nodes(model)
-    )
+    counts: Counter[str] = Counter()
+    for node in all_nodes(model):
+        domain = node.domain
+        counts[node.op_type if domain in ("", "ai.onnx") else f"{domain}::{node.op_type}"] += 1
+    return counts
 
 
 def count_sequence_ops(model: ir.Model) -> int:

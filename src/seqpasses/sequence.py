@@ -11,15 +11,47 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import onnx_ir as ir
 
 __all__ = [
     "PositionError",
     "StaticSequence",
     "Unknown",
+    "constant_array",
     "normalize_at_position",
     "normalize_insert_position",
 ]
+
+
+def constant_array(value: ir.Value) -> np.ndarray | None:
+    """The array a value holds when it is an initializer or a ``Constant`` node's output.
+
+    A lean version of ``onnx_ir.convenience.get_const_tensor`` for the hot path: no
+    runtime-checkable Protocol ``isinstance`` checks, which cost ~100 us each.
+    """
+    tensor = value.const_value
+    if tensor is None:
+        node = value.producer()
+        if node is None or node.op_type != "Constant" or node.domain not in ("", "ai.onnx"):
+            return None
+        if len(node.attributes) != 1:
+            return None
+        name, attr = next(iter(node.attributes.items()))
+        if attr.is_ref():
+            return None
+        if name == "value":
+            tensor = attr.value
+        elif name in ("value_int", "value_ints"):
+            return np.array(attr.value, dtype=np.int64)
+        elif name in ("value_float", "value_floats"):
+            return np.array(attr.value, dtype=np.float32)
+        else:
+            return None
+    try:
+        return tensor.numpy()
+    except Exception:
+        return None
 
 
 class PositionError(ValueError):

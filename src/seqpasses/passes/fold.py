@@ -35,11 +35,11 @@ import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
 
 from seqpasses.emit import Emitter
-from seqpasses.report import SEQUENCE_OPS, Report, Rewrite
-from seqpasses.sequence import PositionError, StaticSequence, Unknown
+from seqpasses.report import SEQUENCE_OPS, Report, Rewrite, all_nodes
+from seqpasses.sequence import PositionError, StaticSequence, Unknown, constant_array
 from seqpasses.shapes import ShapeOracle
 
-__all__ = ["FoldOptions", "FoldSequencesPass"]
+__all__ = ["Analysis", "FoldOptions", "FoldSequencesPass", "analyze"]
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 
@@ -72,7 +72,12 @@ class _Scope:
 
 
 class _Folder:
-    def __init__(self, options: FoldOptions, report: Report) -> None:
+    """The walk. With ``analyze_only`` it computes the same facts but changes nothing."""
+
+    def __init__(self, options: FoldOptions, report: Report, analyze_only: bool = False) -> None:
+        self.analyze_only = analyze_only
+        self.known_ints: dict[ir.Value, int] = {}
+        self.arrays: dict[ir.Value, np.ndarray | None] = {}
         self.options = options
         self.report = report
         self.state: dict[ir.Value, StaticSequence | Unknown] = {}
@@ -141,6 +146,8 @@ class _Folder:
 
     def const_int(self, value: ir.Value) -> tuple[int | None, str]:
         """The integer a position input holds, or ``None`` and why not."""
+        if value in self.known_ints:
+            return self.known_ints[value], ""
         if value.is_graph_input() and not self.options.freeze_inputs:
             if value.const_value is not None:
                 return None, (
@@ -148,29 +155,30 @@ class _Folder:
                     "(the caller may override it; --freeze-inputs treats it as constant)"
                 )
             return None, f"position '{value.name}' is a graph input, known only at run time"
-        try:
-            tensor = ir.convenience.get_const_tensor(value)
-        except ValueError:
-            tensor = None
-        if tensor is None:
+        array = self.constant(value)
+        if array is None:
             return None, f"position '{value.name}' is known only at run time"
-        if tensor.dtype not in (ir.DataType.INT32, ir.DataType.INT64):
-            return None, f"position '{value.name}' has type {tensor.dtype}, not int32/int64"
-        array = tensor.numpy()
+        if array.dtype not in (np.int32, np.int64):
+            return None, f"position '{value.name}' has type {array.dtype}, not int32/int64"
         if array.size != 1:
             return None, f"position '{value.name}' has {array.size} elements, not one"
         return int(array.reshape(-1)[0]), ""
 
+    def constant(self, value: ir.Value) -> np.ndarray | None:
+        """``constant_array``, computed once per value (a shared position is read once)."""
+        if value in self.arrays:
+            return self.arrays[value]
+        array = constant_array(value)
+        self.arrays[value] = array
+        return array
+
     def const_array(self, value: ir.Value) -> np.ndarray | None:
         if value.is_graph_input() and not self.options.freeze_inputs:
             return None
-        try:
-            tensor = ir.convenience.get_const_tensor(value)
-        except ValueError:
+        array = self.constant(value)
+        if array is None or array.dtype not in (np.int32, np.int64):
             return None
-        if tensor is None or tensor.dtype not in (ir.DataType.INT32, ir.DataType.INT64):
-            return None
-        return tensor.numpy()
+        return array
 
     def leave(self, node: ir.Node, reason: str) -> bool:
         self.reasons[node] = reason
@@ -188,6 +196,13 @@ class _Folder:
 
     def replace(self, old: ir.Value, new: ir.Value, scope: _Scope) -> None:
         """Point every use of ``old`` at ``new``; graph outputs keep their name and order."""
+        if self.analyze_only:
+            if old.type is None:
+                old.type = new.type
+            old.shape = _merge_shapes(old.shape, new.shape)
+            if new.const_value is not None and new.const_value.size == 1:
+                self.known_ints[old] = int(new.const_value.numpy().reshape(-1)[0])
+            return
         for index in list(scope.output_slots.get(old, ())) if old.is_graph_output() else ():
             fresh = (
                 new.producer() in self.created
@@ -240,7 +255,7 @@ class _Folder:
 
     def _fallback(self, node: ir.Node, scope: _Scope) -> None:
         """An op that needs its sequence inputs as sequences: give it them in canonical form."""
-        for index, value in enumerate(node.inputs):
+        for index, value in enumerate(() if self.analyze_only else node.inputs):
             seq = self.static(value)
             if value is None or seq is None or self.is_canonical(value, seq):
                 continue
@@ -253,6 +268,8 @@ class _Folder:
             self.reasons[node] = f"{node.op_type} is not statically resolvable here"
 
     def _canonicalize_outputs(self, scope: _Scope) -> None:
+        if self.analyze_only:
+            return
         for index, out in enumerate(list(scope.graph.outputs)):
             seq = self.static(out)
             if seq is None or self.is_canonical(out, seq):
@@ -284,7 +301,9 @@ def _merge_shapes(declared: ir.Shape | None, inferred: ir.Shape | None) -> ir.Sh
     for d, i in zip(declared, inferred, strict=True):
         if isinstance(d, int):
             dims.append(d)
-        elif isinstance(i, int) or (isinstance(d, ir.SymbolicDim) and d.value is None):
+        elif isinstance(i, int) or (
+            isinstance(d, ir.SymbolicDim) and (d.value is None or d.value.startswith("unk__"))
+        ):
             dims.append(i if isinstance(i, int | ir.SymbolicDim) else ir.SymbolicDim(None))
         else:
             dims.append(d)
@@ -582,11 +601,36 @@ def _why_kept(node: ir.Node) -> str:
 
 
 def _all_nodes(model: ir.Model) -> list[ir.Node]:
-    nodes = list(model.graph.all_nodes())
-    for function in model.functions.values():
-        nodes.extend(function.all_nodes())
-    return nodes
+    return list(all_nodes(model))
 
 
 def _count_nodes(model: ir.Model) -> int:
     return len(_all_nodes(model))
+
+
+@dataclass
+class Analysis:
+    """What the walk learned: each sequence value's abstract value, and integers it folded."""
+
+    sequences: dict[ir.Value, StaticSequence | Unknown]
+    integers: dict[ir.Value, int]
+
+
+def analyze(model: ir.Model, options: FoldOptions | None = None) -> Analysis:
+    """Run the walk without changing the model's nodes, and return what it learned.
+
+    SequenceAt/ConcatFromSequence/SequenceLength outputs get the type and shape their rewrite
+    would have.
+    """
+    opset = model.opset_imports.get("", model.opset_imports.get("ai.onnx"))
+    if opset is None:
+        raise ValueError("the model imports no ONNX opset")
+    folder = _Folder(options or FoldOptions(), Report(), analyze_only=True)
+    folder.run_graph(_Scope(model.graph, "main", opset, ShapeOracle(opset)))
+    for function in model.functions.values():
+        own = function.opset_imports.get("", function.opset_imports.get("ai.onnx", opset))
+        folder.run_graph(_Scope(function, f"function {function.name}", own, ShapeOracle(own)))
+    for node in folder.created:  # the descriptive nodes must not stay users of real values
+        for index in range(len(node.inputs)):
+            node.replace_input_with(index, None)
+    return Analysis(folder.state, folder.known_ints)

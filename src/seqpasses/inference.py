@@ -1,0 +1,204 @@
+"""Shape inference that knows sequences: element shapes, lengths, exact concat sizes.
+
+:func:`infer_shapes` first runs ``onnx.shape_inference.infer_shapes(data_prop=True)`` (so it knows
+at least what ONNX knows), then seqpasses' own walk in analysis mode, which tracks each static
+sequence as its list of elements. Its answers only fill in what ONNX left unknown: a dim ONNX
+knows is never changed, a sequence value stays a sequence, and symbolic sums keep their names
+(``N+M``, ``3*N``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass, field
+from typing import Any, overload
+
+import onnx
+import onnx_ir as ir
+
+from seqpasses.passes.fold import FoldOptions, analyze
+from seqpasses.sequence import StaticSequence
+
+__all__ = ["ShapeFacts", "ValueFact", "infer_shapes", "infer_shapes_ir", "shape_facts"]
+
+DimFact = int | str | None
+
+
+@dataclass(frozen=True)
+class ValueFact:
+    """What is known of one value: kind, dtype, shape, and for a static sequence its elements."""
+
+    name: str
+    graph: str
+    kind: str  # "tensor", "sequence", "optional", or "unknown"
+    dtype: str | None
+    shape: tuple[DimFact, ...] | None  # for a sequence: the shape all elements share
+    length: int | None = None
+    value: int | None = None  # an integer scalar known before run time (a SequenceLength)
+    element_shapes: tuple[tuple[DimFact, ...] | None, ...] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "graph": self.graph,
+            "kind": self.kind,
+            "dtype": self.dtype,
+            "shape": None if self.shape is None else list(self.shape),
+            "length": self.length,
+            "value": self.value,
+            "element_shapes": None
+            if self.element_shapes is None
+            else [None if s is None else list(s) for s in self.element_shapes],
+        }
+
+
+@dataclass
+class ShapeFacts:
+    """Facts per value, in graph order: graph inputs, then node outputs, main graph first."""
+
+    values: list[ValueFact] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+
+    def __getitem__(self, name: str) -> ValueFact:
+        for fact in self.values:
+            if fact.name == name:
+                return fact
+        raise KeyError(name)
+
+    def __contains__(self, name: object) -> bool:
+        return any(fact.name == name for fact in self.values)
+
+
+def _dims(shape: ir.Shape | None) -> tuple[DimFact, ...] | None:
+    if shape is None:
+        return None
+    return tuple(
+        d if isinstance(d, int) else (d.value if isinstance(d, ir.SymbolicDim) else None)
+        for d in shape
+    )
+
+
+def _common_shape(shapes: list[ir.Shape | None]) -> ir.Shape | None:
+    """The shape every element has: equal dims kept, differing dims unknown, differing ranks none."""
+    if not shapes or any(s is None for s in shapes):
+        return None
+    known = [s for s in shapes if s is not None]
+    if len({len(s) for s in known}) != 1:
+        return None
+    dims: list[int | ir.SymbolicDim] = []
+    for column in zip(*known, strict=True):
+        first = column[0]
+        same = all(d == first for d in column)
+        dims.append(
+            first if same and isinstance(first, int | ir.SymbolicDim) else ir.SymbolicDim(None)
+        )
+    return ir.Shape(dims)
+
+
+def _fill(declared: ir.Shape | None, ours: ir.Shape | None) -> ir.Shape | None:
+    """``declared`` with its unknown dims filled from ``ours``; never changes a known dim."""
+    if declared is None:
+        return ours
+    if ours is None or len(declared) != len(ours):
+        return declared
+    dims: list[int | ir.SymbolicDim] = []
+    for d, o in zip(declared, ours, strict=True):
+        unknown = isinstance(d, ir.SymbolicDim) and (d.value is None or d.value.startswith("unk__"))
+        dims.append(o if unknown and isinstance(o, int | ir.SymbolicDim) else d)
+    return ir.Shape(dims)
+
+
+def _kind(value: ir.Value) -> str:
+    if isinstance(value.type, ir.TensorType):
+        return "tensor"
+    if isinstance(value.type, ir.SequenceType):
+        return "sequence"
+    if isinstance(value.type, ir.OptionalType):
+        return "optional"
+    return "unknown"
+
+
+def _graphs(model: ir.Model) -> list[tuple[str, ir.Graph | ir.Function]]:
+    graphs: list[tuple[str, ir.Graph | ir.Function]] = [("main", model.graph)]
+    graphs.extend((f"main/{g.name or 'subgraph'}", g) for g in model.graph.subgraphs())
+    for function in model.functions.values():
+        graphs.append((f"function {function.name}", function))
+        graphs.extend(
+            (f"function {function.name}/{g.name or 'subgraph'}", g) for g in function.subgraphs()
+        )
+    return graphs
+
+
+def infer_shapes_ir(model: ir.Model) -> tuple[ir.Model, ShapeFacts]:
+    """Infer on an ``onnx_ir.Model``; returns a new model with shapes filled, and the facts."""
+    proto = ir.serde.serialize_model(model)
+    # When ONNX's inference gives up on a model, seqpasses' own walk still runs.
+    with contextlib.suppress(Exception):
+        proto = onnx.shape_inference.infer_shapes(proto, data_prop=True)
+    result = ir.serde.deserialize_model(proto)
+    analysis = analyze(result, FoldOptions())
+    state = analysis.sequences
+    for value, known in state.items():
+        if not isinstance(known, StaticSequence):
+            continue
+        if value.type is None or isinstance(value.type, ir.SequenceType):
+            dtype = known.dtype or (value.type.dtype if value.type is not None else None)
+            if dtype is not None:
+                value.type = ir.SequenceType(ir.TensorType(dtype))
+        common = _common_shape([e.shape for e in known.elements])
+        value.shape = _fill(value.shape, common)
+    facts = ShapeFacts(outputs=[o.name or "" for o in result.graph.outputs])
+    for path, graph in _graphs(result):
+        values = list(graph.inputs) + [out for node in graph for out in node.outputs]
+        for value in values:
+            if not value.name:
+                continue
+            found = state.get(value)
+            static = found if isinstance(found, StaticSequence) else None
+            dtype = value.type.dtype if value.type is not None else None
+            facts.values.append(
+                ValueFact(
+                    name=value.name,
+                    graph=path,
+                    kind=_kind(value),
+                    dtype=None if dtype is None else dtype.name.lower(),
+                    shape=_dims(value.shape),
+                    length=None if static is None else len(static),
+                    value=analysis.integers.get(value),
+                    element_shapes=None
+                    if static is None
+                    else tuple(_dims(e.shape) for e in static.elements),
+                )
+            )
+    return result, facts
+
+
+@overload
+def infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto: ...
+@overload
+def infer_shapes(model: ir.Model) -> ir.Model: ...
+@overload
+def infer_shapes(model: str | os.PathLike[str]) -> onnx.ModelProto: ...
+
+
+def infer_shapes(
+    model: onnx.ModelProto | ir.Model | str | os.PathLike[str],
+) -> onnx.ModelProto | ir.Model:
+    """Return the model with ``value_info`` filled for every value seqpasses can type.
+
+    A ``ModelProto`` or a path gives a ``ModelProto``; an ``onnx_ir.Model`` gives a new one.
+    For the facts themselves use :func:`shape_facts`.
+    """
+    if isinstance(model, ir.Model):
+        return infer_shapes_ir(model)[0]
+    proto = model if isinstance(model, onnx.ModelProto) else onnx.load(os.fspath(model))
+    return ir.serde.serialize_model(infer_shapes_ir(ir.serde.deserialize_model(proto))[0])
+
+
+def shape_facts(model: onnx.ModelProto | ir.Model | str | os.PathLike[str]) -> ShapeFacts:
+    """Per value: kind, dtype, shape; for a static sequence its length and element shapes."""
+    if isinstance(model, ir.Model):
+        return infer_shapes_ir(model)[1]
+    proto = model if isinstance(model, onnx.ModelProto) else onnx.load(os.fspath(model))
+    return infer_shapes_ir(ir.serde.deserialize_model(proto))[1]

@@ -1,0 +1,143 @@
+"""Shape inference for sequences: exact element shapes, lengths and concat sizes, never contradicting ONNX."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import onnx
+import pytest
+
+import seqpasses
+from helpers import SAMPLES, conformance_cases
+
+SEED_SHAPES = {
+    "concat_from_sequence_axis0": (6, 3),
+    "concat_from_sequence_axis1": (2, 9),
+    "concat_from_sequence_new_axis": (3, 2, 3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SEED_SHAPES))
+def test_operator_page_examples(name: str) -> None:
+    model = onnx.load(SAMPLES / f"{name}.onnx")
+    model.graph.output[0].type.tensor_type.ClearField("shape")  # forget the declared answer
+    facts = seqpasses.shape_facts(model)
+    assert facts["output"].shape == SEED_SHAPES[name]
+    assert facts["seq"].kind == "sequence" and facts["seq"].length == 3
+    assert facts["seq"].element_shapes == ((2, 3), (2, 3), (2, 3))
+
+
+def test_symbolic_sums_keep_their_names() -> None:
+    model = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
+g (float[N,3] a, float[M,3] b) => (float[?,3] y, float[?,3] z, float[?,3] w) {
+  s = SequenceConstruct(a, b)
+  y = ConcatFromSequence<axis = 0>(s)
+  t = SequenceConstruct(a, a, a)
+  z = ConcatFromSequence<axis = 0>(t)
+  u = SequenceInsert(s, b)
+  w = ConcatFromSequence<axis = 0>(u)
+}""")
+    facts = seqpasses.shape_facts(model)
+    assert facts["y"].shape == ("M+N", 3)
+    assert facts["z"].shape == ("3*N", 3)
+    assert facts["w"].shape == ("2*M+N", 3)
+    # the same sums end up in the model's value_info / outputs
+    inferred = seqpasses.infer_shapes(model)
+    dims = [d.dim_param for d in inferred.graph.output[1].type.tensor_type.shape.dim]
+    assert dims[0] == "3*N"
+
+
+def test_split_lengths_elements_and_sequence_length_values() -> None:
+    model = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
+g (float[5,2] x) => (int64 n, float[?,?] last) {
+  two = Constant<value = int64 {2}>()
+  s = SplitToSequence<axis = 0>(x, two)
+  n = SequenceLength(s)
+  minus = Constant<value = int64 {-1}>()
+  last = SequenceAt(s, minus)
+}""")
+    facts = seqpasses.shape_facts(model)
+    assert facts["s"].length == 3
+    assert facts["s"].element_shapes == ((2, 2), (2, 2), (1, 2))
+    assert facts["s"].shape == (None, 2)
+    assert facts["n"].value == 3
+    assert facts["last"].shape == (1, 2)
+
+
+def test_sequence_values_stay_sequences_in_the_model() -> None:
+    model = onnx.load(SAMPLES / "list_ops_opset11.onnx")
+    inferred = seqpasses.infer_shapes(model)
+    kinds = {vi.name: vi.type.WhichOneof("value") for vi in inferred.graph.value_info}
+    for name in ("empty", "s1", "s2", "s3", "s4", "s5"):
+        assert kinds[name] == "sequence_type"
+    onnx.checker.check_model(inferred, full_check=True)
+
+
+def _models() -> list[Path]:
+    return sorted(SAMPLES.glob("*.onnx")) + [c / "model.onnx" for c in conformance_cases()]
+
+
+def _onnx_facts(model: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
+    inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    graph = inferred.graph
+    return {v.name: v.type for v in [*graph.input, *graph.value_info, *graph.output]}
+
+
+def _leaf(t: onnx.TypeProto) -> tuple[str, onnx.TypeProto.Tensor | None]:
+    """The outer kind of a type and the tensor type at its leaf (None when not a tensor)."""
+    outer = t.WhichOneof("value") or ""
+    while t.WhichOneof("value") in ("sequence_type", "optional_type"):
+        t = getattr(t, t.WhichOneof("value")).elem_type
+    return outer, t.tensor_type if t.WhichOneof("value") == "tensor_type" else None
+
+
+@pytest.mark.parametrize("path", _models(), ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_never_contradicts_onnx_and_knows_at_least_as_much(path: Path) -> None:
+    model = onnx.load(path)
+    ours = seqpasses.shape_facts(model)
+    theirs = _onnx_facts(model)
+    for fact in ours.values:
+        if fact.graph != "main" or fact.name not in theirs:
+            continue
+        kind, tensor = _leaf(theirs[fact.name])
+        expected_kind = {
+            "tensor_type": "tensor",
+            "sequence_type": "sequence",
+            "optional_type": "optional",
+        }
+        assert fact.kind == expected_kind.get(kind, fact.kind), fact.name
+        if tensor is None or not tensor.elem_type:
+            continue
+        assert fact.dtype == onnx.TensorProto.DataType.Name(tensor.elem_type).lower(), fact.name
+        if not tensor.HasField("shape"):
+            continue
+        assert fact.shape is not None, f"{fact.name}: onnx knows the rank, seqpasses does not"
+        assert len(fact.shape) == len(tensor.shape.dim), fact.name
+        for ours_dim, dim in zip(fact.shape, tensor.shape.dim, strict=True):
+            if dim.HasField("dim_value"):
+                assert ours_dim == dim.dim_value, f"{fact.name}: {fact.shape} vs onnx"
+
+
+def _cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "seqpasses", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_shapes_command_table_and_json() -> None:
+    table = _cli("shapes", SAMPLES / "unbind_stack.onnx")
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert lines[0].split() == ["value", "graph", "kind", "dtype", "shape", "length"]
+    assert any(line.split()[:5] == ["parts", "main", "sequence", "float", "[3]"] for line in lines)
+    assert any(line.split()[0] == "count" and line.rstrip().endswith("= 4") for line in lines)
+    data = json.loads(_cli("shapes", SAMPLES / "unbind_stack.onnx", "--json").stdout)
+    parts = next(v for v in data["values"] if v["name"] == "parts")
+    assert parts["length"] == 4 and parts["element_shapes"] == [[3]] * 4
