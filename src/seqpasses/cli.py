@@ -16,7 +16,7 @@ import onnx_ir as ir
 
 from seqpasses import __version__
 from seqpasses.api import optimize_ir
-from seqpasses.inference import shape_facts
+from seqpasses.inference import fill_shapes_in_place, shape_facts
 from seqpasses.io import BadInputError, load_model, save_model, uses_external_data
 from seqpasses.report import Report
 from seqpasses.verify import verify
@@ -66,6 +66,11 @@ def _parser() -> argparse.ArgumentParser:
         help="write the weights to an external data file NAME beside the output "
         "(default name: OUT's file name + '.data'; needed above 2 GB). "
         "A model whose weights were external keeps them external.",
+    )
+    opt.add_argument(
+        "--no-infer-shapes",
+        action="store_true",
+        help="do not fill in value types and shapes in the output model",
     )
     opt.add_argument("--report", type=Path, metavar="FILE", help="write a JSON report of the run")
     opt.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
@@ -130,6 +135,10 @@ def _optimize(args: argparse.Namespace) -> int:
     optimize_ir(
         model, freeze_inputs=args.freeze_inputs, strict_spec=args.strict_spec, report=report
     )
+    if not args.no_infer_shapes:
+        start = time.perf_counter()
+        fill_shapes_in_place(model)
+        report.timings["shapes"] = time.perf_counter() - start
     verdict = None
     if original is not None:
         start = time.perf_counter()

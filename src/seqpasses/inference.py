@@ -18,9 +18,16 @@ import onnx
 import onnx_ir as ir
 
 from seqpasses.passes.fold import FoldOptions, analyze
-from seqpasses.sequence import StaticSequence
+from seqpasses.sequence import StaticSequence, Unknown
 
-__all__ = ["ShapeFacts", "ValueFact", "infer_shapes", "infer_shapes_ir", "shape_facts"]
+__all__ = [
+    "ShapeFacts",
+    "ValueFact",
+    "fill_shapes_in_place",
+    "infer_shapes",
+    "infer_shapes_ir",
+    "shape_facts",
+]
 
 DimFact = int | str | None
 
@@ -130,15 +137,8 @@ def _graphs(model: ir.Model) -> list[tuple[str, ir.Graph | ir.Function]]:
     return graphs
 
 
-def infer_shapes_ir(model: ir.Model) -> tuple[ir.Model, ShapeFacts]:
-    """Infer on an ``onnx_ir.Model``; returns a new model with shapes filled, and the facts."""
-    proto = ir.serde.serialize_model(model)
-    # When ONNX's inference gives up on a model, seqpasses' own walk still runs.
-    with contextlib.suppress(Exception):
-        proto = onnx.shape_inference.infer_shapes(proto, data_prop=True)
-    result = ir.serde.deserialize_model(proto)
-    analysis = analyze(result, FoldOptions())
-    state = analysis.sequences
+def _apply_sequence_facts(state: dict[ir.Value, StaticSequence | Unknown]) -> None:
+    """Give every static sequence value its sequence type and the shape its elements share."""
     for value, known in state.items():
         if not isinstance(known, StaticSequence):
             continue
@@ -148,6 +148,41 @@ def infer_shapes_ir(model: ir.Model) -> tuple[ir.Model, ShapeFacts]:
                 value.type = ir.SequenceType(ir.TensorType(dtype))
         common = _common_shape([e.shape for e in known.elements])
         value.shape = _fill(value.shape, common)
+
+
+def fill_shapes_in_place(model: ir.Model) -> None:
+    """Fill missing types and shapes of the main graph's values, without copying the model.
+
+    ONNX's inference runs on a serialized copy and its answers are read straight from the
+    protobuf (no second deserialization); then seqpasses' walk adds what it knows of sequences.
+    """
+    proto = ir.serde.serialize_model(model)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(proto, data_prop=True)
+    except Exception:
+        inferred = proto
+    types = {vi.name: vi.type for vi in inferred.graph.value_info}
+    for node in model.graph:
+        for value in node.outputs:
+            type_proto = types.get(value.name or "")
+            if type_proto is None or type_proto.WhichOneof("value") is None:
+                continue
+            if value.type is None:
+                value.type = ir.serde.deserialize_type_proto_for_type(type_proto)
+            value.shape = _fill(value.shape, ir.serde.deserialize_type_proto_for_shape(type_proto))
+    _apply_sequence_facts(analyze(model, FoldOptions()).sequences)
+
+
+def infer_shapes_ir(model: ir.Model) -> tuple[ir.Model, ShapeFacts]:
+    """Infer on an ``onnx_ir.Model``; returns a new model with shapes filled, and the facts."""
+    proto = ir.serde.serialize_model(model)
+    # When ONNX's inference gives up on a model, seqpasses' own walk still runs.
+    with contextlib.suppress(Exception):
+        proto = onnx.shape_inference.infer_shapes(proto, data_prop=True)
+    result = ir.serde.deserialize_model(proto)
+    analysis = analyze(result, FoldOptions())
+    state = analysis.sequences
+    _apply_sequence_facts(state)
     facts = ShapeFacts(outputs=[o.name or "" for o in result.graph.outputs])
     for path, graph in _graphs(result):
         values = list(graph.inputs) + [out for node in graph for out in node.outputs]
