@@ -90,3 +90,16 @@ g (float16[N,2] h, double[N] d, int32[M] i, bool[N] b, string[2] s, seq(float[N]
     assert all(t.shape == (feeds["h"].shape[0],) for t in feeds["q"])
     again = random_inputs(model, seed=3)
     assert np.array_equal(again["d"], feeds["d"])
+
+
+def test_reference_fault_optional_wraps_its_value_in_a_list() -> None:
+    model = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
+g (float[2] a) => (float[2] y) {
+  o = Optional(a)
+  y = OptionalGetElement(o)
+}""")
+    feeds = {"a": np.array([1.0, 2.0], np.float32)}
+    (plain,) = ReferenceEvaluator(model).run(None, feeds)
+    assert isinstance(plain, list)  # the fault: a list holding the tensor
+    (fixed,) = ReferenceEvaluator(model, new_ops=list(REFERENCE_OVERRIDES)).run(None, feeds)
+    assert isinstance(fixed, np.ndarray) and fixed.tolist() == [1.0, 2.0]

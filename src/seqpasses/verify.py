@@ -70,6 +70,15 @@ class SequenceErase(OpRun):
         return (items,)
 
 
+class Optional(OpRun):
+    """Spec-exact Optional: the value itself (the reference wraps it in a list), or None."""
+
+    op_domain = ""
+
+    def _run(self, x: Any = None, type: Any = None) -> tuple[Any]:
+        return (x,)
+
+
 class _SplitToSequenceBase(OpRun):
     squeeze_scalar_one = True
 
@@ -110,13 +119,18 @@ class SplitToSequenceStrict(_SplitToSequenceBase):
 
 SplitToSequenceStrict.__name__ = "SplitToSequence"
 
-REFERENCE_OVERRIDES: tuple[type[OpRun], ...] = (SequenceInsert, SequenceErase, SplitToSequence)
+REFERENCE_OVERRIDES: tuple[type[OpRun], ...] = (
+    SequenceInsert,
+    SequenceErase,
+    SplitToSequence,
+    Optional,
+)
 """Kernels the verifier swaps into the reference evaluator (see the module docstring)."""
 
 
 def _overrides(strict_spec: bool) -> list[type[OpRun]]:
     split = SplitToSequenceStrict if strict_spec else SplitToSequence
-    return [SequenceInsert, SequenceErase, split]
+    return [SequenceInsert, SequenceErase, split, Optional]
 
 
 # -- inputs ----------------------------------------------------------------------------------

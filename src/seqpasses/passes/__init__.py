@@ -1,0 +1,5 @@
+"""The passes. Importing this package registers every transfer function."""
+
+from seqpasses.passes import control, fold
+
+__all__ = ["control", "fold"]

@@ -59,7 +59,7 @@ class FoldOptions:
 
 
 @dataclass
-class _Scope:
+class Scope:
     graph: ir.Graph | ir.Function
     path: str
     opset: int
@@ -71,12 +71,13 @@ class _Scope:
             self.output_slots.setdefault(value, []).append(index)
 
 
-class _Folder:
+class Folder:
     """The walk. With ``analyze_only`` it computes the same facts but changes nothing."""
 
     def __init__(self, options: FoldOptions, report: Report, analyze_only: bool = False) -> None:
         self.analyze_only = analyze_only
         self.known_ints: dict[ir.Value, int] = {}
+        self.optionals: dict[ir.Value, ir.Value | None] = {}
         self.arrays: dict[ir.Value, np.ndarray | None] = {}
         self.options = options
         self.report = report
@@ -93,32 +94,36 @@ class _Folder:
 
     # -- walking ---------------------------------------------------------------------------
 
-    def run_graph(self, scope: _Scope) -> None:
+    def run_graph(self, scope: Scope) -> None:
         for node in list(scope.graph):
-            for attr in node.attributes.values():
-                if attr.is_ref():
-                    continue
-                if attr.type == ir.AttributeType.GRAPH:
-                    self._run_subgraph(attr.as_graph(), scope, node, attr.name)
-                elif attr.type == ir.AttributeType.GRAPHS:
-                    for k, sub in enumerate(attr.as_graphs()):
-                        self._run_subgraph(sub, scope, node, f"{attr.name}[{k}]")
-            if node.domain not in _DEFAULT_DOMAINS:
-                continue
-            self.paths[node] = scope.path
-            handler = _TRANSFER.get(node.op_type)
-            done = handler(self, node, scope) if handler is not None else False
-            if not done:
-                self._fallback(node, scope)
+            self.visit(node, scope)
         self._canonicalize_outputs(scope)
 
-    def _run_subgraph(self, graph: ir.Graph, scope: _Scope, node: ir.Node, attr: str) -> None:
+    def visit(self, node: ir.Node, scope: Scope) -> None:
+        """Walk a node's subgraphs, then apply its transfer function (or the fallback)."""
+        for attr in node.attributes.values():
+            if attr.is_ref():
+                continue
+            if attr.type == ir.AttributeType.GRAPH:
+                self._run_subgraph(attr.as_graph(), scope, node, attr.name)
+            elif attr.type == ir.AttributeType.GRAPHS:
+                for k, sub in enumerate(attr.as_graphs()):
+                    self._run_subgraph(sub, scope, node, f"{attr.name}[{k}]")
+        if node.domain not in _DEFAULT_DOMAINS:
+            return
+        self.paths[node] = scope.path
+        handler = TRANSFER.get(node.op_type)
+        done = handler(self, node, scope) if handler is not None else False
+        if not done:
+            self._fallback(node, scope)
+
+    def _run_subgraph(self, graph: ir.Graph, scope: Scope, node: ir.Node, attr: str) -> None:
         name = node.name or node.op_type
-        self.run_graph(_Scope(graph, f"{scope.path}/{name}.{attr}", scope.opset, scope.shapes))
+        self.run_graph(Scope(graph, f"{scope.path}/{name}.{attr}", scope.opset, scope.shapes))
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def emitter(self, scope: _Scope, anchor: ir.Node | None) -> Emitter:
+    def emitter(self, scope: Scope, anchor: ir.Node | None) -> Emitter:
         return Emitter(scope.graph, anchor, scope.opset, self)
 
     def next_name(self, base: str, op_type: str) -> str:
@@ -194,7 +199,7 @@ class _Folder:
         )
         return True
 
-    def replace(self, old: ir.Value, new: ir.Value, scope: _Scope) -> None:
+    def replace(self, old: ir.Value, new: ir.Value, scope: Scope) -> None:
         """Point every use of ``old`` at ``new``; graph outputs keep their name and order."""
         if self.analyze_only:
             if old.type is None:
@@ -214,7 +219,7 @@ class _Folder:
             self._take_output_slot(scope, index, old, target)
         old.replace_all_uses_with(new)
 
-    def _take_output_slot(self, scope: _Scope, index: int, old: ir.Value, new: ir.Value) -> None:
+    def _take_output_slot(self, scope: Scope, index: int, old: ir.Value, new: ir.Value) -> None:
         name = old.name
         old.name = f"{name}__seqpasses_replaced" if name else None
         new.name = name
@@ -238,7 +243,7 @@ class _Folder:
         return producer.op_type == "SequenceEmpty" and len(seq) == 0
 
     def materialize(
-        self, seq: StaticSequence, scope: _Scope, anchor: ir.Node | None, like: ir.Value
+        self, seq: StaticSequence, scope: Scope, anchor: ir.Node | None, like: ir.Value
     ) -> ir.Value:
         key = (id(scope.graph), seq.elements, seq.dtype)
         if anchor is not None and key in self.materialized:
@@ -253,7 +258,7 @@ class _Folder:
             self.materialized[key] = value
         return value
 
-    def _fallback(self, node: ir.Node, scope: _Scope) -> None:
+    def _fallback(self, node: ir.Node, scope: Scope) -> None:
         """An op that needs its sequence inputs as sequences: give it them in canonical form."""
         for index, value in enumerate(() if self.analyze_only else node.inputs):
             seq = self.static(value)
@@ -267,7 +272,7 @@ class _Folder:
         if node.op_type in SEQUENCE_OPS and node not in self.reasons:
             self.reasons[node] = f"{node.op_type} is not statically resolvable here"
 
-    def _canonicalize_outputs(self, scope: _Scope) -> None:
+    def _canonicalize_outputs(self, scope: Scope) -> None:
         if self.analyze_only:
             return
         for index, out in enumerate(list(scope.graph.outputs)):
@@ -312,16 +317,16 @@ def _merge_shapes(declared: ir.Shape | None, inferred: ir.Shape | None) -> ir.Sh
 
 # -- transfer functions: one per op ----------------------------------------------------------
 
-Handler = Callable[[_Folder, ir.Node, _Scope], bool]
+Handler = Callable[[Folder, ir.Node, Scope], bool]
 
 
-def _sequence_empty(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
+def _sequence_empty(f: Folder, node: ir.Node, scope: Scope) -> bool:
     dtype = node.attributes.get_int("dtype", int(ir.DataType.FLOAT))
     f.state[node.outputs[0]] = StaticSequence((), ir.DataType(dtype))
     return True
 
 
-def _sequence_construct(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
+def _sequence_construct(f: Folder, node: ir.Node, scope: Scope) -> bool:
     elements = tuple(v for v in node.inputs if v is not None)
     if len(elements) != len(node.inputs) or not elements:
         return f.leave(node, "SequenceConstruct with a missing input")
@@ -329,7 +334,7 @@ def _sequence_construct(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
     return True
 
 
-def _position(f: _Folder, node: ir.Node, index: int) -> tuple[int | None, str]:
+def _position(f: Folder, node: ir.Node, index: int) -> tuple[int | None, str]:
     if len(node.inputs) <= index or node.inputs[index] is None:
         return None, ""
     value = node.inputs[index]
@@ -337,7 +342,7 @@ def _position(f: _Folder, node: ir.Node, index: int) -> tuple[int | None, str]:
     return f.const_int(value)
 
 
-def _sequence_insert(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
+def _sequence_insert(f: Folder, node: ir.Node, scope: Scope) -> bool:
     seq = f.static(node.inputs[0])
     if seq is None:
         return f.leave(node, f.why_unknown(node.inputs[0]))
@@ -354,7 +359,7 @@ def _sequence_insert(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
     return True
 
 
-def _sequence_erase(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
+def _sequence_erase(f: Folder, node: ir.Node, scope: Scope) -> bool:
     seq = f.static(node.inputs[0])
     if seq is None:
         return f.leave(node, f.why_unknown(node.inputs[0]))
@@ -368,14 +373,14 @@ def _sequence_erase(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
     return True
 
 
-def _identity(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
+def _identity(f: Folder, node: ir.Node, scope: Scope) -> bool:
     seq = f.static(node.inputs[0])
     if seq is not None:
         f.state[node.outputs[0]] = seq
     return True
 
 
-def _sequence_at(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
+def _sequence_at(f: Folder, node: ir.Node, scope: Scope) -> bool:
     seq = f.static(node.inputs[0])
     if seq is None:
         return f.leave(node, f.why_unknown(node.inputs[0]))
@@ -390,7 +395,7 @@ def _sequence_at(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
     return f.applied("sequence-at", node, f"position {position} -> '{element.name}'")
 
 
-def _sequence_length(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
+def _sequence_length(f: Folder, node: ir.Node, scope: Scope) -> bool:
     seq = f.static(node.inputs[0])
     if seq is None:
         return f.leave(node, f.why_unknown(node.inputs[0]))
@@ -424,7 +429,7 @@ def _conflicting_dim(
     return None
 
 
-def _concat_from_sequence(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
+def _concat_from_sequence(f: Folder, node: ir.Node, scope: Scope) -> bool:
     seq = f.static(node.inputs[0])
     if seq is None:
         return f.leave(node, f.why_unknown(node.inputs[0]))
@@ -464,7 +469,7 @@ def _concat_from_sequence(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
     return f.applied(rule, node, f"{len(seq)} elements, axis {axis}")
 
 
-def _split_sizes(f: _Folder, node: ir.Node, dim: int | None) -> tuple[list[int] | None, bool, str]:
+def _split_sizes(f: Folder, node: ir.Node, dim: int | None) -> tuple[list[int] | None, bool, str]:
     """Split sizes for SplitToSequence, whether the chunks are squeezed, or why not known."""
     keepdims = node.attributes.get_int("keepdims", 1)
     split = node.inputs[1] if len(node.inputs) > 1 else None
@@ -504,7 +509,7 @@ def _split_sizes(f: _Folder, node: ir.Node, dim: int | None) -> tuple[list[int] 
     return sizes, squeeze, ""
 
 
-def _split_to_sequence(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
+def _split_to_sequence(f: Folder, node: ir.Node, scope: Scope) -> bool:
     data = node.inputs[0]
     shape = scope.shapes.shape(data) if data is not None else None
     if data is None or shape is None:
@@ -534,7 +539,7 @@ def _split_to_sequence(f: _Folder, node: ir.Node, scope: _Scope) -> bool:
     return f.applied("split-to-sequence", node, detail)
 
 
-_TRANSFER: dict[str, Handler] = {
+TRANSFER: dict[str, Handler] = {
     "SequenceEmpty": _sequence_empty,
     "SequenceConstruct": _sequence_construct,
     "SequenceInsert": _sequence_insert,
@@ -571,18 +576,18 @@ class FoldSequencesPass(ir.passes.InPlacePass):
         if opset is None:
             raise ValueError("the model imports no ONNX opset")
         before = _count_nodes(model)
-        folder = _Folder(self.options, self.report)
-        folder.run_graph(_Scope(model.graph, "main", opset, ShapeOracle(opset)))
+        folder = Folder(self.options, self.report)
+        folder.run_graph(Scope(model.graph, "main", opset, ShapeOracle(opset)))
         for function in model.functions.values():
             own = function.opset_imports.get("", function.opset_imports.get("ai.onnx", opset))
-            folder.run_graph(_Scope(function, f"function {function.name}", own, ShapeOracle(own)))
+            folder.run_graph(Scope(function, f"function {function.name}", own, ShapeOracle(own)))
         common_passes.RemoveUnusedNodesPass()(model)
         survivors = sum(1 for node in _all_nodes(model) if node not in folder.created)
         modified = folder.rewrote or survivors != before
         self._record_left(model, folder)
         return ir.passes.PassResult(model, modified=modified)
 
-    def _record_left(self, model: ir.Model, folder: _Folder) -> None:
+    def _record_left(self, model: ir.Model, folder: Folder) -> None:
         for node in _all_nodes(model):
             if node.op_type not in SEQUENCE_OPS or node.domain not in _DEFAULT_DOMAINS:
                 continue
@@ -625,11 +630,11 @@ def analyze(model: ir.Model, options: FoldOptions | None = None) -> Analysis:
     opset = model.opset_imports.get("", model.opset_imports.get("ai.onnx"))
     if opset is None:
         raise ValueError("the model imports no ONNX opset")
-    folder = _Folder(options or FoldOptions(), Report(), analyze_only=True)
-    folder.run_graph(_Scope(model.graph, "main", opset, ShapeOracle(opset)))
+    folder = Folder(options or FoldOptions(), Report(), analyze_only=True)
+    folder.run_graph(Scope(model.graph, "main", opset, ShapeOracle(opset)))
     for function in model.functions.values():
         own = function.opset_imports.get("", function.opset_imports.get("ai.onnx", opset))
-        folder.run_graph(_Scope(function, f"function {function.name}", own, ShapeOracle(own)))
+        folder.run_graph(Scope(function, f"function {function.name}", own, ShapeOracle(own)))
     for node in folder.created:  # the descriptive nodes must not stay users of real values
         for index in range(len(node.inputs)):
             node.replace_input_with(index, None)

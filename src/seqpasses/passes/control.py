@@ -1,0 +1,209 @@
+"""Transfer functions for control flow and optionals around static sequences.
+
+1. ``If`` with a constant condition: the taken branch is inlined (then walked, so what it
+   computes folds like straight-line code).
+2. ``SequenceMap`` over static sequences: one copy of the body per element, no SequenceMap left.
+3. ``Optional`` / ``OptionalGetElement`` / ``OptionalHasElement``: a wrapped value passes through;
+   ``OptionalHasElement`` of a known optional becomes a bool ``Constant``.
+
+Loops are in :mod:`seqpasses.passes.loops`. Inlining copies nodes with onnx_ir's cloner, so
+nested subgraphs keep their references to the copied values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import onnx_ir as ir
+from onnx_ir._cloner import Cloner
+
+from seqpasses.passes.fold import TRANSFER, Folder, Scope
+from seqpasses.sequence import StaticSequence
+
+__all__ = ["inline_graph"]
+
+
+def inline_graph(
+    f: Folder, scope: Scope, anchor: ir.Node, body: ir.Graph, inputs: Mapping[ir.Value, ir.Value]
+) -> tuple[list[ir.Node], list[ir.Value]]:
+    """Copy ``body``'s nodes before ``anchor`` with its inputs bound; return nodes and outputs.
+
+    The copies are walked at once, so static sequences inside them are known to what follows.
+    """
+    value_map: dict[ir.Value, ir.Value | None] = dict(inputs)
+    base = anchor.name or anchor.op_type
+    for name, init in body.initializers.items():
+        copy = ir.Value(
+            name=f.next_name(base, name).replace("/", "_"),
+            type=init.type,
+            shape=init.shape,
+            const_value=init.const_value,
+        )
+        if isinstance(scope.graph, ir.Graph):
+            scope.graph.register_initializer(copy)
+        value_map[init] = copy
+    cloner = Cloner(
+        attr_map={}, value_map=value_map, metadata_props={}, allow_outer_scope_values=True
+    )
+    nodes = []
+    for node in body:
+        new = cloner.clone_node(node)
+        new.name = f.next_name(base, node.name or node.op_type)
+        for out in new.outputs:
+            out.name = None
+        nodes.append(new)
+    scope.graph.insert_before(anchor, nodes)
+    f.created.update(nodes)
+    for node in nodes:
+        f.visit(node, scope)
+    outputs = []
+    for out in body.outputs:
+        mapped = value_map.get(out, out)
+        outputs.append(mapped if mapped is not None else out)
+    return nodes, outputs
+
+
+def _outputs_can_move(f: Folder, node: ir.Node, scope: Scope, outputs: list[ir.Value]) -> str:
+    """Why an If's outputs cannot be replaced by ``outputs`` (empty when they can).
+
+    A graph output that must become an Identity of a non-tensor value needs opset 14+.
+    """
+    for old, new in zip(node.outputs, outputs, strict=True):
+        if not old.is_graph_output() or new.producer() in f.created:
+            continue
+        if not isinstance(new.type, ir.TensorType) and f.static(new) is None and scope.opset < 14:
+            return "a non-tensor graph output would need Identity, which opset < 14 lacks"
+    return ""
+
+
+def _if(f: Folder, node: ir.Node, scope: Scope) -> bool:
+    cond = node.inputs[0] if node.inputs else None
+    if cond is None or f.analyze_only:
+        return False
+    if cond.is_graph_input() and not f.options.freeze_inputs:
+        return False
+    array = f.constant(cond)
+    if array is None or array.size != 1:
+        return False
+    taken = "then_branch" if bool(array.reshape(-1)[0]) else "else_branch"
+    attr = node.attributes.get(taken)
+    if attr is None or attr.type != ir.AttributeType.GRAPH:
+        return False
+    branch = attr.as_graph()
+    if len(branch.outputs) != len(node.outputs):
+        return False
+    _, outputs = inline_graph(f, scope, node, branch, {})
+    why = _outputs_can_move(f, node, scope, outputs)
+    if why:
+        return f.leave(node, why)
+    for old, new in zip(node.outputs, outputs, strict=True):
+        if old in f.state:
+            f.state.pop(old)
+        f.replace(old, new, scope)
+    return f.applied("if-constant-condition", node, f"inlined {taken}")
+
+
+def _is_sequence(f: Folder, value: ir.Value) -> bool:
+    return f.static(value) is not None or isinstance(value.type, ir.SequenceType)
+
+
+def _sequence_map(f: Folder, node: ir.Node, scope: Scope) -> bool:
+    body_attr = node.attributes.get("body")
+    if body_attr is None or body_attr.type != ir.AttributeType.GRAPH:
+        return False
+    body = body_attr.as_graph()
+    inputs = list(node.inputs)
+    if any(v is None for v in inputs) or len(inputs) != len(body.inputs):
+        return f.leave(node, "SequenceMap inputs do not match its body")
+    sequences: dict[int, StaticSequence] = {}
+    for index, value in enumerate(inputs):
+        assert value is not None
+        if index == 0 or _is_sequence(f, value):
+            seq = f.static(value)
+            if seq is None:
+                return f.leave(node, f"input {index}: {f.why_unknown(value)}")
+            sequences[index] = seq
+        elif value.type is None:
+            return f.leave(node, f"input {index}: not known to be a tensor or a sequence")
+    lengths = {len(s) for s in sequences.values()}
+    if len(lengths) != 1:
+        return f.leave(
+            node, f"sequence inputs have different lengths {sorted(lengths)}: fails at run time"
+        )
+    if f.analyze_only:
+        return False
+    length = lengths.pop()
+    results: list[list[ir.Value]] = [[] for _ in node.outputs]
+    for i in range(length):
+        bound = {
+            body.inputs[j]: (sequences[j].elements[i] if j in sequences else value)
+            for j, value in enumerate(inputs)
+            if value is not None
+        }
+        _, outputs = inline_graph(f, scope, node, body, bound)
+        for k, out in enumerate(outputs):
+            results[k].append(out)
+    for k, out in enumerate(node.outputs):
+        dtype = out.type.dtype if out.type is not None else body.outputs[k].dtype
+        f.state[out] = StaticSequence(tuple(results[k]), dtype)
+    return f.applied("sequence-map-inline", node, f"{length} copies of the body")
+
+
+def _optional(f: Folder, node: ir.Node, scope: Scope) -> bool:
+    wrapped = node.inputs[0] if node.inputs else None
+    f.optionals[node.outputs[0]] = wrapped
+    return True
+
+
+def _optional_value(f: Folder, value: ir.Value) -> tuple[bool, ir.Value | None]:
+    """Whether the optional's content is known, and the content (None when empty)."""
+    if value in f.optionals:
+        return True, f.optionals[value]
+    if isinstance(value.type, ir.TensorType | ir.SequenceType):
+        return True, value  # a plain tensor or sequence: always present
+    return False, None
+
+
+def _optional_get_element(f: Folder, node: ir.Node, scope: Scope) -> bool:
+    source = node.inputs[0] if node.inputs else None
+    if source is None:
+        return False
+    known, content = _optional_value(f, source)
+    if not known or content is None:
+        return False
+    seq = f.static(content)
+    if seq is not None:
+        f.state[node.outputs[0]] = seq
+    if (
+        node.outputs[0].is_graph_output()
+        and not isinstance(content.type, ir.TensorType)
+        and scope.opset < 14
+    ):
+        return False
+    f.replace(node.outputs[0], content, scope)
+    return f.applied("optional-get-element", node, f"-> '{content.name}'")
+
+
+def _optional_has_element(f: Folder, node: ir.Node, scope: Scope) -> bool:
+    source = node.inputs[0] if node.inputs else None
+    if source is None:
+        known, content = True, None
+    else:
+        known, content = _optional_value(f, source)
+    if not known:
+        return False
+    value = f.emitter(scope, node).constant(np.array(content is not None))
+    f.replace(node.outputs[0], value, scope)
+    return f.applied("optional-has-element", node, f"{content is not None}")
+
+
+TRANSFER.update(
+    {
+        "If": _if,
+        "SequenceMap": _sequence_map,
+        "Optional": _optional,
+        "OptionalGetElement": _optional_get_element,
+        "OptionalHasElement": _optional_has_element,
+    }
+)
