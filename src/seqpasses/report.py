@@ -96,9 +96,15 @@ class Report:
         }
 
 
+_WITH_GRAPHS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
+
+
 def _graph_nodes(graph: ir.Graph | ir.Function) -> Iterable[ir.Node]:
     for node in graph:
         yield node
+        # Only these default-domain ops carry graphs; other domains may too.
+        if node.op_type not in _WITH_GRAPHS and node.domain in ("", "ai.onnx"):
+            continue
         for attr in node.attributes.values():
             if attr.type == ir.AttributeType.GRAPH:
                 yield from _graph_nodes(attr.as_graph())

@@ -16,6 +16,48 @@ __all__ = ["ShapeOracle"]
 
 _MAX_CONST_ELEMENTS = 4096
 
+# Ops whose output has the type and shape of their (first) input: answered without ONNX.
+_SAME_AS_INPUT = frozenset(
+    {
+        "Abs",
+        "Acos",
+        "Asin",
+        "Atan",
+        "Ceil",
+        "Cos",
+        "Cosh",
+        "Elu",
+        "Erf",
+        "Exp",
+        "Floor",
+        "Gelu",
+        "HardSigmoid",
+        "HardSwish",
+        "Identity",
+        "LeakyRelu",
+        "Log",
+        "LogSoftmax",
+        "Mish",
+        "Neg",
+        "Not",
+        "Reciprocal",
+        "Relu",
+        "Round",
+        "Selu",
+        "Sigmoid",
+        "Sign",
+        "Sin",
+        "Sinh",
+        "Softmax",
+        "Softplus",
+        "Softsign",
+        "Sqrt",
+        "Tan",
+        "Tanh",
+        "ThresholdedRelu",
+    }
+)
+
 
 class ShapeOracle:
     """Fills in missing types and shapes of tensor values, one producer at a time."""
@@ -54,6 +96,14 @@ class ShapeOracle:
     def _infer_node(self, node: ir.Node) -> None:
         if node.domain not in ("", "ai.onnx") or node.op_type in ("Loop", "If", "Scan"):
             return
+        source = node.inputs[0] if node.inputs else None
+        if node.op_type in _SAME_AS_INPUT and source is not None and len(node.outputs) == 1:
+            out = node.outputs[0]
+            if isinstance(source.type, ir.TensorType):
+                out.type = out.type or source.type
+                if out.shape is None and source.shape is not None:
+                    out.shape = ir.Shape(list(source.shape))
+                return
         if any(v is not None and v.type is None for v in node.inputs):
             return
         try:

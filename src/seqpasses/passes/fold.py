@@ -582,19 +582,20 @@ class FoldSequencesPass(ir.passes.InPlacePass):
             own = function.opset_imports.get("", function.opset_imports.get("ai.onnx", opset))
             folder.run_graph(Scope(function, f"function {function.name}", own, ShapeOracle(own)))
         common_passes.RemoveUnusedNodesPass()(model)
-        survivors = sum(1 for node in _all_nodes(model) if node not in folder.created)
+        survivors = 0
+        for node in all_nodes(model):
+            if node not in folder.created:
+                survivors += 1
+            if node.op_type in SEQUENCE_OPS and node.domain in _DEFAULT_DOMAINS:
+                self._record_left(node, folder)
         modified = folder.rewrote or survivors != before
-        self._record_left(model, folder)
         return ir.passes.PassResult(model, modified=modified)
 
-    def _record_left(self, model: ir.Model, folder: Folder) -> None:
-        for node in _all_nodes(model):
-            if node.op_type not in SEQUENCE_OPS or node.domain not in _DEFAULT_DOMAINS:
-                continue
-            reason = folder.reasons.get(node) or _why_kept(node)
-            self.report.left.append(
-                Rewrite("left", node.name or "", node.op_type, folder.paths.get(node, ""), reason)
-            )
+    def _record_left(self, node: ir.Node, folder: Folder) -> None:
+        reason = folder.reasons.get(node) or _why_kept(node)
+        self.report.left.append(
+            Rewrite("left", node.name or "", node.op_type, folder.paths.get(node, ""), reason)
+        )
 
 
 def _why_kept(node: ir.Node) -> str:
@@ -605,12 +606,8 @@ def _why_kept(node: ir.Node) -> str:
     return "canonical form of a sequence consumed by " + ", ".join(users)
 
 
-def _all_nodes(model: ir.Model) -> list[ir.Node]:
-    return list(all_nodes(model))
-
-
 def _count_nodes(model: ir.Model) -> int:
-    return len(_all_nodes(model))
+    return sum(1 for _ in all_nodes(model))
 
 
 @dataclass
