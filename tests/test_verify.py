@@ -103,3 +103,21 @@ g (float[2] a) => (float[2] y) {
     assert isinstance(plain, list)  # the fault: a list holding the tensor
     (fixed,) = ReferenceEvaluator(model, new_ops=list(REFERENCE_OVERRIDES)).run(None, feeds)
     assert isinstance(fixed, np.ndarray) and fixed.tolist() == [1.0, 2.0]
+
+
+def test_reference_fault_sequence_map_over_an_empty_sequence() -> None:
+    model = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] a) => (seq(float[2]) y) {
+  s = SequenceEmpty<dtype = 1>()
+  y = SequenceMap(s) <body = body (float[2] x) => (float[2] o) {
+    o = Neg(x)
+  }>
+}""")
+    feeds = {"a": np.array([1.0, 2.0], np.float32)}
+    with pytest.raises(TypeError):
+        ReferenceEvaluator(model).run(None, feeds)
+    (fixed,) = ReferenceEvaluator(model, new_ops=list(REFERENCE_OVERRIDES)).run(None, feeds)
+    assert fixed == []
+    optimized = seqpasses.optimize(model)
+    assert [n.op_type for n in optimized.graph.node] == ["SequenceEmpty"]
+    assert seqpasses.verify(model, optimized).ok

@@ -79,6 +79,27 @@ class Optional(OpRun):
         return (x,)
 
 
+class SequenceMap(OpRun):
+    """Spec-exact SequenceMap: any mix of sequence and tensor inputs; empty input, empty output."""
+
+    op_domain = ""
+
+    def _run(
+        self, input_sequence: Any, *additional: Any, body: Any = None, attributes: Any = None
+    ) -> tuple[Any, ...]:
+        inputs = [input_sequence, *additional]
+        length = len(input_sequence)
+        results: list[list[Any]] = [[] for _ in body.output_names]
+        for i in range(length):
+            feeds = {
+                name: (value[i] if isinstance(value, list) else value)
+                for name, value in zip(body.input_names, inputs, strict=True)
+            }
+            for k, out in enumerate(body.run(None, feeds, attributes=attributes)):
+                results[k].append(out)
+        return tuple(results)
+
+
 class _SplitToSequenceBase(OpRun):
     squeeze_scalar_one = True
 
@@ -124,13 +145,14 @@ REFERENCE_OVERRIDES: tuple[type[OpRun], ...] = (
     SequenceErase,
     SplitToSequence,
     Optional,
+    SequenceMap,
 )
 """Kernels the verifier swaps into the reference evaluator (see the module docstring)."""
 
 
 def _overrides(strict_spec: bool) -> list[type[OpRun]]:
     split = SplitToSequenceStrict if strict_spec else SplitToSequence
-    return [SequenceInsert, SequenceErase, split, Optional]
+    return [SequenceInsert, SequenceErase, split, Optional, SequenceMap]
 
 
 # -- inputs ----------------------------------------------------------------------------------
