@@ -73,6 +73,10 @@ class Emitter:
         self.owner.created.add(node)
         return node
 
+    def op(self, op_type: str, inputs: Sequence[ir.Value | None], **attributes: object) -> ir.Value:
+        """Any single-output op, for rewrites with no dedicated builder (types set by the caller)."""
+        return self._add(op_type, inputs, attributes or None).outputs[0]
+
     def constant(self, array: np.ndarray) -> ir.Value:
         tensor = ir.tensor(array)
         out = self._add("Constant", [], {"value": tensor}).outputs[0]

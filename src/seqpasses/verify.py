@@ -21,6 +21,7 @@ import numpy as np
 import onnx
 from onnx.reference import ReferenceEvaluator
 from onnx.reference.op_run import OpRun
+from onnx.reference.ops.op_loop import Loop as _ReferenceLoop
 
 __all__ = ["REFERENCE_OVERRIDES", "VerifyReport", "random_inputs", "verify"]
 
@@ -100,6 +101,53 @@ class SequenceMap(OpRun):
         return tuple(results)
 
 
+class Loop(_ReferenceLoop):
+    """Loop whose scan outputs are stacked along a new axis 0, as the spec says.
+
+    The reference joins them with ``np.vstack``, which concatenates rank >= 2 outputs
+    (``[M*4, 3]`` instead of ``[M, 4, 3]``).
+    """
+
+    op_domain = ""
+
+    def _run(
+        self,
+        M: Any,
+        cond: Any,
+        *args: Any,
+        context: Any = None,
+        body: Any = None,
+        attributes: Any = None,
+        bindings: Any = None,
+    ) -> tuple[Any, ...]:
+        body = self.body
+        names = body.input_names
+        inputs: dict[str, Any] = dict.fromkeys(names)
+        for name, value in zip(names[2:], args, strict=False):
+            inputs[name] = value
+        if context is not None:
+            inputs.update(context)
+        scans: list[list[Any]] = [[] for _ in range(self.K)]
+        outputs: list[Any] = []
+        it = 0
+        while (cond is None or bool(cond)) and (M is None or it < M):
+            if names and names[0]:
+                inputs[names[0]] = np.array(it, dtype=np.int64 if M is None else M.dtype)
+            if len(names) > 1 and names[1]:
+                inputs[names[1]] = cond
+            run_body = self._run_body  # type: ignore[attr-defined]
+            outputs = list(run_body(inputs, attributes=attributes, bindings=bindings))
+            for k in range(self.K):
+                scans[k].append(outputs[len(outputs) - self.K + k])
+            cond = outputs[0]
+            for name, value in zip(names[2:], outputs[1 : 1 + self.N], strict=False):
+                inputs[name] = value
+            it += 1
+        final = [inputs[name] for name in names[2:]]
+        final.extend(np.stack(x) if x else np.empty((0,), dtype=np.float32) for x in scans)
+        return self._check_and_fix_outputs(tuple(final))
+
+
 class _SplitToSequenceBase(OpRun):
     squeeze_scalar_one = True
 
@@ -146,13 +194,14 @@ REFERENCE_OVERRIDES: tuple[type[OpRun], ...] = (
     SplitToSequence,
     Optional,
     SequenceMap,
+    Loop,
 )
 """Kernels the verifier swaps into the reference evaluator (see the module docstring)."""
 
 
 def _overrides(strict_spec: bool) -> list[type[OpRun]]:
     split = SplitToSequenceStrict if strict_spec else SplitToSequence
-    return [SequenceInsert, SequenceErase, split, Optional, SequenceMap]
+    return [SequenceInsert, SequenceErase, split, Optional, SequenceMap, Loop]
 
 
 # -- inputs ----------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """The passes. Importing this package registers every transfer function."""
 
-from seqpasses.passes import control, fold
+from seqpasses.passes import control, fold, loops
 
-__all__ = ["control", "fold"]
+__all__ = ["control", "fold", "loops"]

@@ -78,6 +78,7 @@ class Folder:
         self.analyze_only = analyze_only
         self.known_ints: dict[ir.Value, int] = {}
         self.optionals: dict[ir.Value, ir.Value | None] = {}
+        self.input_dims: set[str] = set()  # symbolic dims named by the main graph's inputs
         self.arrays: dict[ir.Value, np.ndarray | None] = {}
         self.options = options
         self.report = report
@@ -577,6 +578,11 @@ class FoldSequencesPass(ir.passes.InPlacePass):
             raise ValueError("the model imports no ONNX opset")
         before = _count_nodes(model)
         folder = Folder(self.options, self.report)
+        for value in model.graph.inputs:
+            if value.shape is not None:
+                folder.input_dims.update(
+                    d.value for d in value.shape if isinstance(d, ir.SymbolicDim) and d.value
+                )
         folder.run_graph(Scope(model.graph, "main", opset, ShapeOracle(opset)))
         for function in model.functions.values():
             own = function.opset_imports.get("", function.opset_imports.get("ai.onnx", opset))

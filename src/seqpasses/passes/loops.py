@@ -1,0 +1,234 @@
+"""Loops that append to a list become loops with a scan output.
+
+``l = []; for ...: l.append(x)`` exports to a ``Loop`` carrying a sequence that starts static
+(usually ``SequenceEmpty``) and grows by one ``SequenceInsert`` at the back per iteration. When
+every appended element provably has the same shape each iteration (its dims are numbers or
+symbols of the graph's inputs) and every use of the final list after the loop is one of the
+reads below, the carried sequence is dropped and the appended tensor becomes a scan output
+``Y`` of shape ``[K, ...]`` (``K`` = iterations run, known only at run time if need be):
+
+1. ``ConcatFromSequence(new_axis=1, axis=0)`` -> ``Y`` (other axes: ``Transpose(Y)``);
+2. ``ConcatFromSequence(new_axis=0, axis=a)`` -> ``Reshape`` merging ``K`` into axis ``a``
+   (after a ``Transpose`` for ``a > 0``; the dims after ``a`` must be numbers);
+3. ``SequenceLength`` -> ``Gather(Shape(Y), 0)`` (+ the initial length);
+4. ``SequenceAt(const p)`` -> an initial element, or ``Gather(Y, p - initial length)``.
+
+Initial elements, if any, are concatenated in front. With zero iterations and no initial
+element the original ``ConcatFromSequence`` fails at run time; the rewritten model returns an
+empty tensor instead (README, "Loops").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx_ir as ir
+
+from seqpasses.passes.fold import TRANSFER, Folder, Scope
+from seqpasses.sequence import StaticSequence
+
+__all__: list[str] = []
+
+_READERS = frozenset({"ConcatFromSequence", "SequenceLength", "SequenceAt"})
+
+
+def _stable_shape(f: Folder, scope: Scope, value: ir.Value) -> ir.Shape | None:
+    shape = scope.shapes.shape(value)
+    if shape is None:
+        return None
+    for dim in shape:
+        if isinstance(dim, int):
+            continue
+        if (
+            not isinstance(dim, ir.SymbolicDim)
+            or dim.value is None
+            or dim.value not in f.input_dims
+        ):
+            return None
+    return shape
+
+
+def _append_pattern(body: ir.Graph, j: int) -> tuple[ir.Node, ir.Value] | None:
+    """The SequenceInsert that appends to carried value ``j``, and the appended tensor."""
+    carried_in = body.inputs[2 + j]
+    carried_out = body.outputs[1 + j]
+    insert = carried_out.producer()
+    if insert is None or insert.op_type != "SequenceInsert" or insert.domain not in ("", "ai.onnx"):
+        return None
+    if insert.inputs[0] is not carried_in or (
+        len(insert.inputs) > 2 and insert.inputs[2] is not None
+    ):
+        return None
+    if (
+        len(carried_in.uses()) != 1
+        or carried_out.uses()
+        or sum(o is carried_out for o in body.outputs) != 1
+    ):
+        return None
+    tensor = insert.inputs[1]
+    if tensor is None:
+        return None
+    return insert, tensor
+
+
+def _reader_ok(f: Folder, reader: ir.Node, shape: ir.Shape, initial: int) -> str:
+    rank = len(shape)
+    if reader.op_type == "SequenceLength":
+        return ""
+    if reader.op_type == "SequenceAt":
+        position = (
+            f.const_int(reader.inputs[1])
+            if len(reader.inputs) > 1 and reader.inputs[1]
+            else (None, "no position")
+        )
+        if position[0] is None:
+            return position[1]
+        if position[0] < 0 and initial:
+            return "negative SequenceAt position with initial elements"
+        return ""
+    new_axis = reader.attributes.get_int("new_axis", 0)
+    axis = reader.attributes.get_int("axis", 0)
+    out_rank = rank + 1 if new_axis else rank
+    if not -out_rank <= axis < out_rank:
+        return f"axis {axis} out of range"
+    axis = axis + out_rank if axis < 0 else axis
+    if not new_axis and not _dims_ok_for_reshape(shape, axis):
+        return "dims after the concat axis are not numbers"
+    return ""
+
+
+def _loop(f: Folder, node: ir.Node, scope: Scope) -> bool:
+    if f.analyze_only:
+        return False
+    body_attr = node.attributes.get("body")
+    if body_attr is None or body_attr.type != ir.AttributeType.GRAPH:
+        return False
+    body = body_attr.as_graph()
+    carried = len(node.inputs) - 2
+    for j in range(carried):
+        if _try_scan_output(f, node, scope, body, j):
+            return f.applied("loop-append-to-scan-output", node, f"carried value {j}")
+    return False
+
+
+def _try_scan_output(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph, j: int) -> bool:
+    initial_value = node.inputs[2 + j]
+    initial = f.static(initial_value)
+    final = node.outputs[j]
+    if initial is None or final.is_graph_output():
+        return False
+    found = _append_pattern(body, j)
+    if found is None:
+        return False
+    insert, tensor = found
+    shape = _stable_shape(f, scope, tensor)
+    if shape is None:
+        f.reasons[node] = "appended element's shape is not provably the same every iteration"
+        return False
+    rank = len(shape)
+    readers = [use.node for use in final.uses()]
+    if any(r.op_type not in _READERS or r.graph is not scope.graph for r in readers):
+        return False
+    if any(_reader_ok(f, r, shape, len(initial)) for r in readers):
+        return False
+
+    # -- the body: drop the carried sequence, emit the appended tensor as a scan output
+    if tensor.graph is not body or tensor.is_graph_input():
+        ident = ir.node("Identity", [tensor])
+        body.insert_before(insert, ident)
+        ident.outputs[0].type, ident.outputs[0].shape = tensor.type, tensor.shape
+        tensor = ident.outputs[0]
+    out_index = 1 + j
+    body.outputs.pop(out_index)
+    body.outputs.append(tensor)
+    insert.replace_input_with(0, None)
+    body.remove(insert, safe=True)
+    body.inputs.pop(2 + j)
+
+    # -- the loop node: one carried value fewer, one scan output more
+    inputs = [v for k, v in enumerate(node.inputs) if k != 2 + j]
+    new = ir.Node(
+        "",
+        "Loop",
+        inputs,
+        [ir.Attr("body", ir.AttributeType.GRAPH, body)],
+        num_outputs=len(node.outputs),
+        name=node.name,
+    )
+    scope.graph.insert_before(node, new)
+    f.created.add(new)
+    kept = [o for k, o in enumerate(node.outputs) if k != j]
+    for old, fresh in zip(kept, new.outputs[:-1], strict=True):
+        fresh.type, fresh.shape = old.type, old.shape
+        f.replace(old, fresh, scope)
+    stacked = new.outputs[-1]
+    stacked.type = tensor.type
+    stacked.shape = ir.Shape([ir.SymbolicDim(None), *shape])
+    for reader in readers:
+        _rewrite_reader(f, scope, reader, stacked, rank, initial)
+    node.attributes.pop("body")
+    return True
+
+
+def _rewrite_reader(
+    f: Folder, scope: Scope, reader: ir.Node, stacked: ir.Value, rank: int, initial: StaticSequence
+) -> None:
+    emit = f.emitter(scope, reader)
+    n0 = len(initial)
+    out = reader.outputs[0]
+    if reader.op_type == "SequenceLength":
+        shape = emit.op("Shape", [stacked])
+        result = emit.op("Gather", [shape, emit.constant(np.array(0, dtype=np.int64))], axis=0)
+        if n0:
+            result = emit.op("Add", [result, emit.constant(np.array(n0, dtype=np.int64))])
+        result.type, result.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([])
+    elif reader.op_type == "SequenceAt":
+        position, _ = f.const_int(reader.inputs[1])  # type: ignore[arg-type]
+        assert position is not None
+        if 0 <= position < n0:
+            f.replace(out, initial.elements[position], scope)
+            return
+        index = emit.constant(
+            np.array(position - n0 if position >= 0 else position, dtype=np.int64)
+        )
+        result = emit.op("Gather", [stacked, index], axis=0)
+        result.type = stacked.type
+        result.shape = ir.Shape(list(stacked.shape)[1:]) if stacked.shape is not None else None
+    else:
+        result = _concat_reader(emit, reader, stacked, rank, initial)
+    f.replace(out, result, scope)
+
+
+def _concat_reader(
+    emit: object, reader: ir.Node, stacked: ir.Value, rank: int, initial: StaticSequence
+) -> ir.Value:
+    from seqpasses.emit import Emitter
+
+    assert isinstance(emit, Emitter)
+    new_axis = reader.attributes.get_int("new_axis", 0)
+    axis = reader.attributes.get_int("axis", 0)
+    out_rank = rank + 1 if new_axis else rank
+    axis = axis + out_rank if axis < 0 else axis
+    dims = list(stacked.shape)[1:] if stacked.shape is not None else []
+    moved = stacked
+    if axis > 0:
+        perm = [*range(1, axis + 1), 0, *range(axis + 1, rank + 1)]
+        moved = emit.op("Transpose", [stacked], perm=perm)
+        moved.type = stacked.type
+    if new_axis:
+        result = moved
+        front = [emit.unsqueeze(e, axis) for e in initial.elements]
+    else:
+        target = [0] * axis + [-1] + [d if isinstance(d, int) else -1 for d in dims[axis + 1 :]]
+        result = emit.op("Reshape", [moved, emit.int64s(target)])
+        result.type = stacked.type
+        front = list(initial.elements)
+    if front:
+        result = emit.concat([*front, result], axis)
+    return result
+
+
+def _dims_ok_for_reshape(shape: ir.Shape, axis: int) -> bool:
+    return all(isinstance(d, int) for d in list(shape)[axis + 1 :])
+
+
+TRANSFER["Loop"] = _loop
