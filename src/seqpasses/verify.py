@@ -120,7 +120,7 @@ class Loop(_ReferenceLoop):
         attributes: Any = None,
         bindings: Any = None,
     ) -> tuple[Any, ...]:
-        body = self.body
+        body = self.body  # type: ignore[attr-defined]
         names = body.input_names
         inputs: dict[str, Any] = dict.fromkeys(names)
         for name, value in zip(names[2:], args, strict=False):
