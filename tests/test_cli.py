@@ -159,3 +159,22 @@ def test_optimize_fills_in_shapes_unless_told_not_to(tmp_path: Path) -> None:
     dims = [d.dim_param or d.dim_value for d in info["scaled"].type.tensor_type.shape.dim]
     assert dims == ["B", 2]
     assert "shapes" not in json.loads(report.read_text())["timings_s"]
+
+
+def test_inspect_lists_each_sequence_op_with_its_fate(tmp_path: Path) -> None:
+    model = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
+g (float[2] a, float[2] b, int64 i) => (float[2] y, int64 n) {
+  s = SequenceConstruct(a, b)
+  n = SequenceLength(s)
+  y = SequenceAt(s, i)
+}""")
+    source = tmp_path / "in.onnx"
+    onnx.save(model, source)
+    result = run_cli("inspect", source)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("SequenceLength") and line.endswith("removed") for line in lines)
+    at = next(line for line in lines if line.startswith("SequenceAt"))
+    assert "left: position 'i' is a graph input" in at
+    assert lines[-1] == "3 sequence ops: 1 would be removed, 2 left"
+    assert onnx.load(source) == model  # inspect changes nothing

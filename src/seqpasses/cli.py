@@ -18,7 +18,7 @@ from seqpasses import __version__
 from seqpasses.api import optimize_ir
 from seqpasses.inference import fill_shapes_in_place, shape_facts
 from seqpasses.io import BadInputError, load_model, save_model, uses_external_data
-from seqpasses.report import Report
+from seqpasses.report import SEQUENCE_OPS, Report, all_nodes
 from seqpasses.verify import verify
 
 __all__ = ["main"]
@@ -75,6 +75,12 @@ def _parser() -> argparse.ArgumentParser:
     opt.add_argument("--report", type=Path, metavar="FILE", help="write a JSON report of the run")
     opt.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     opt.add_argument("-v", "--verbose", action="store_true", help="list every rewrite")
+    ins = commands.add_parser(
+        "inspect", help="list every sequence op, and why optimize would leave each one it leaves"
+    )
+    ins.add_argument("input", type=Path, help="the .onnx model")
+    ins.add_argument("--freeze-inputs", action="store_true")
+    ins.add_argument("--strict-spec", action="store_true")
     shp = commands.add_parser(
         "shapes", help="print the inferred type and shape of outputs and sequence values"
     )
@@ -117,6 +123,37 @@ def _shapes(args: argparse.Namespace) -> int:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    return 0
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    """The same analysis and reasons as optimize's report, on a copy of the model."""
+    model = load_model(args.input)
+    originals = list(all_nodes(model))
+    copy = ir.serde.deserialize_model(ir.serde.serialize_model(model))
+    for index, node in enumerate(all_nodes(copy)):
+        node.name = f"#{index}"  # positional names tie the copy's nodes back to the model's
+    report = Report()
+    optimize_ir(copy, freeze_inputs=args.freeze_inputs, strict_spec=args.strict_spec, report=report)
+    left = {r.node: r for r in report.left}
+    rows = [("op", "node", "graph", "fate")]
+    count = kept = 0
+    for index, node in enumerate(originals):
+        if node.op_type not in SEQUENCE_OPS or node.domain not in ("", "ai.onnx"):
+            continue
+        count += 1
+        entry = left.get(f"#{index}")
+        kept += entry is not None
+        fate = "removed" if entry is None else f"left: {entry.detail}"
+        rows.append((node.op_type, node.name or f"#{index}", entry.graph if entry else "", fate))
+    created = [r for r in report.left if not r.node.lstrip("#").isdigit()]
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    for row in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(row[:3], widths, strict=True)) + "  " + row[3])
+    print(
+        f"{count} sequence ops: {count - kept} would be removed, {kept} left"
+        + (f", {len(created)} canonical SequenceConstruct/SequenceEmpty added" if created else "")
+    )
     return 0
 
 
@@ -201,6 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "optimize":
             return _optimize(args)
+        if args.command == "inspect":
+            return _inspect(args)
         if args.command == "shapes":
             return _shapes(args)
     except BadInputError as error:
