@@ -19,6 +19,7 @@ It prints the ratios the targets are stated in and whether each target holds.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 import subprocess
@@ -104,6 +105,8 @@ def measure(path: Path, out_dir: Path, with_onnxscript: bool) -> dict[str, Any]:
     row["roundtrip"] = row["roundtrip_load"] + row["roundtrip_save"]
     row["nodes"] = sum(1 for _ in model.graph)
     row["sequence_ops_before"] = sequence_ops(model)
+    del model
+    gc.collect()
 
     row["load"], model = timed(lambda: seqpasses.io.load_model(path))
     row["passes"], _ = timed(lambda: seqpasses.optimize_ir(model))
