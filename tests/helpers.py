@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,17 +20,18 @@ SAMPLES = ROOT / "sample_models"
 SHARED = ROOT.parent / "shared"
 CONFORMANCE = SHARED / "conformance"
 
-SEQUENCE_OPS = {
-    "SequenceConstruct",
-    "SequenceEmpty",
-    "SequenceInsert",
-    "SequenceErase",
-    "SequenceAt",
-    "SequenceLength",
-    "ConcatFromSequence",
-    "SplitToSequence",
-    "SequenceMap",
-}
+from seqpasses.report import SEQUENCE_OPS  # noqa: E402
+
+
+def run_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """The real console entry point, in a child process."""
+    return subprocess.run(
+        [sys.executable, "-m", "seqpasses", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 @dataclass

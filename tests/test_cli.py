@@ -4,26 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import onnx
 import pytest
 
-from helpers import SAMPLES, sequence_op_count
+from helpers import SAMPLES, run_cli, sequence_op_count
 
 SAMPLE = SAMPLES / "concat_from_sequence_new_axis.onnx"
-
-
-def run_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "seqpasses", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_optimize_with_check_writes_a_model_without_sequence_ops(tmp_path: Path) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +9,7 @@ import onnx
 from onnx import numpy_helper
 
 import seqpasses
-from helpers import sequence_op_count
+from helpers import run_cli, sequence_op_count
 
 MODEL = """<ir_version: 8, opset_import: ["" : 18]>
 g (float[64,32] x) => (float[64,64] y) {
@@ -36,21 +34,11 @@ def _saved_with_external_data(folder: Path) -> Path:
     return path
 
 
-def _run(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "seqpasses", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
 def test_external_data_in_and_out(tmp_path: Path) -> None:
     source = _saved_with_external_data(tmp_path)
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    result = _run("optimize", source, "-o", out_dir / "opt.onnx", "--check")
+    result = run_cli("optimize", source, "-o", out_dir / "opt.onnx", "--check")
     assert result.returncode == 0, result.stderr
     # the weights stay external, beside the output, and the model still loads and computes
     assert (out_dir / "opt.onnx.data").stat().st_size == 64 * 32 * 4
@@ -63,7 +51,7 @@ def test_external_data_in_and_out(tmp_path: Path) -> None:
 def test_external_data_can_be_inlined_or_named(tmp_path: Path) -> None:
     source = _saved_with_external_data(tmp_path)
     out = tmp_path / "named.onnx"
-    result = _run("optimize", source, "-o", out, "--external-data", "weights.bin")
+    result = run_cli("optimize", source, "-o", out, "--external-data", "weights.bin")
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "weights.bin").exists()
     assert seqpasses.verify(onnx.load(source), onnx.load(out)).ok
@@ -74,7 +62,7 @@ def test_inline_model_written_with_external_data_on_request(tmp_path: Path) -> N
     model.graph.initializer.append(numpy_helper.from_array(np.ones((64, 32), np.float32), "w"))
     source = tmp_path / "inline.onnx"
     onnx.save(model, source)
-    result = _run("optimize", source, "-o", tmp_path / "ext.onnx", "--external-data")
+    result = run_cli("optimize", source, "-o", tmp_path / "ext.onnx", "--external-data")
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "ext.onnx.data").exists()
     assert seqpasses.verify(model, onnx.load(tmp_path / "ext.onnx")).ok
@@ -83,6 +71,6 @@ def test_inline_model_written_with_external_data_on_request(tmp_path: Path) -> N
 def test_output_is_byte_identical_run_after_run(tmp_path: Path) -> None:
     source = Path(__file__).resolve().parent.parent / "sample_models" / "split_edit_cat.onnx"
     first, second = tmp_path / "a.onnx", tmp_path / "b.onnx"
-    assert _run("optimize", source, "-o", first).returncode == 0
-    assert _run("optimize", source, "-o", second).returncode == 0
+    assert run_cli("optimize", source, "-o", first).returncode == 0
+    assert run_cli("optimize", source, "-o", second).returncode == 0
     assert first.read_bytes() == second.read_bytes()

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import onnx
 import pytest
 
 import seqpasses
-from helpers import SAMPLES, conformance_cases
+from helpers import SAMPLES, conformance_cases, run_cli
 
 SEED_SHAPES = {
     "concat_from_sequence_axis0": (6, 3),
@@ -121,23 +119,13 @@ def test_never_contradicts_onnx_and_knows_at_least_as_much(path: Path) -> None:
                 assert ours_dim == dim.dim_value, f"{fact.name}: {fact.shape} vs onnx"
 
 
-def _cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "seqpasses", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
 def test_shapes_command_table_and_json() -> None:
-    table = _cli("shapes", SAMPLES / "unbind_stack.onnx")
+    table = run_cli("shapes", SAMPLES / "unbind_stack.onnx")
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
     assert lines[0].split() == ["value", "graph", "kind", "dtype", "shape", "length"]
     assert any(line.split()[:5] == ["parts", "main", "sequence", "float", "[3]"] for line in lines)
     assert any(line.split()[0] == "count" and line.rstrip().endswith("= 4") for line in lines)
-    data = json.loads(_cli("shapes", SAMPLES / "unbind_stack.onnx", "--json").stdout)
+    data = json.loads(run_cli("shapes", SAMPLES / "unbind_stack.onnx", "--json").stdout)
     parts = next(v for v in data["values"] if v["name"] == "parts")
     assert parts["length"] == 4 and parts["element_shapes"] == [[3]] * 4
