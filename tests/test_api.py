@@ -114,3 +114,22 @@ def test_operator_page_examples(name: str) -> None:
         dims = [d.dim_value for d in optimized.graph.output[0].type.tensor_type.shape.dim]
         assert tuple(dims) == shape
     assert seqpasses.verify(model, optimized).ok
+
+
+def test_rewrite_groups_can_be_skipped_or_selected_by_name() -> None:
+    model = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
+g (float[2] a, float[2] b) => (float[4] y, bool h) {
+  s = SequenceConstruct(a, b)
+  o = Optional(s)
+  h = OptionalHasElement(o)
+  y = ConcatFromSequence<axis = 0>(s)
+}""")
+    skipped = seqpasses.optimize(model, skip=["optional"])
+    assert "OptionalHasElement" in {n.op_type for n in skipped.graph.node}
+    assert "ConcatFromSequence" not in {n.op_type for n in skipped.graph.node}
+    only = seqpasses.optimize(model, only=["optional"])
+    assert "ConcatFromSequence" in {n.op_type for n in only.graph.node}
+    assert "OptionalHasElement" not in {n.op_type for n in only.graph.node}
+    with pytest.raises(ValueError, match="unknown pass"):
+        seqpasses.optimize(model, skip=["no-such-pass"])
+    assert set(seqpasses.REWRITES) >= {"sequence-ops", "if-inline", "loop-scan"}

@@ -166,3 +166,15 @@ g (float[2] a, float[2] b, int64 i) => (float[2] y, int64 n) {
     assert "left: position 'i' is a graph input" in at
     assert lines[-1] == "3 sequence ops: 1 would be removed, 2 left"
     assert onnx.load(source) == model  # inspect changes nothing
+
+
+def test_passes_lists_the_rewrite_groups_and_unknown_names_are_rejected(tmp_path: Path) -> None:
+    listing = run_cli("passes")
+    assert listing.returncode == 0
+    assert [line.split()[0] for line in listing.stdout.splitlines()][:2] == [
+        "sequence-ops",
+        "if-inline",
+    ]
+    bad = run_cli("optimize", SAMPLE, "-o", tmp_path / "o.onnx", "--skip", "nope")
+    assert bad.returncode == 2 and "unknown pass nope" in bad.stderr
+    assert not (tmp_path / "o.onnx").exists()

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from seqpasses.api import optimize, optimize_ir
 from seqpasses.inference import ShapeFacts, ValueFact, infer_shapes, shape_facts
-from seqpasses.passes.fold import FoldOptions, FoldSequencesPass
+from seqpasses.passes.fold import REWRITES, FoldOptions, FoldSequencesPass
 from seqpasses.report import Report, count_ops, count_sequence_ops
 from seqpasses.verify import VerifyReport, verify
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "REWRITES",
     "FoldOptions",
     "FoldSequencesPass",
     "Report",

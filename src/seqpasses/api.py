@@ -5,12 +5,13 @@ from __future__ import annotations
 import gc
 import os
 import time
-from typing import overload
+from collections.abc import Iterable
+from typing import Any, overload
 
 import onnx
 import onnx_ir as ir
 
-from seqpasses.passes.fold import FoldOptions, FoldSequencesPass
+from seqpasses.passes.fold import FoldOptions, FoldSequencesPass, select_rewrites
 from seqpasses.report import Report, count_ops
 
 __all__ = ["optimize", "optimize_ir"]
@@ -22,11 +23,18 @@ def optimize_ir(
     freeze_inputs: bool = False,
     strict_spec: bool = False,
     report: Report | None = None,
+    skip: Iterable[str] = (),
+    only: Iterable[str] | None = None,
 ) -> ir.Model:
-    """Optimize ``model`` in place and return it; fill ``report`` when given."""
+    """Optimize ``model`` in place and return it; fill ``report`` when given.
+
+    ``skip``/``only`` name rewrite groups of :data:`seqpasses.REWRITES` to switch off / keep.
+    """
     report = report if report is not None else Report()
     report.ops_before = count_ops(model)
-    options = FoldOptions(freeze_inputs=freeze_inputs, strict_spec=strict_spec)
+    options = FoldOptions(
+        freeze_inputs=freeze_inputs, strict_spec=strict_spec, disabled=select_rewrites(skip, only)
+    )
     start = time.perf_counter()
     # The walk allocates many small objects and frees none in cycles: the cyclic collector
     # would only rescan the ever larger heap (superlinear on 100k-node graphs).
@@ -49,6 +57,8 @@ def optimize(
     freeze_inputs: bool = ...,
     strict_spec: bool = ...,
     report: Report | None = ...,
+    skip: Iterable[str] = ...,
+    only: Iterable[str] | None = ...,
 ) -> onnx.ModelProto: ...
 
 
@@ -59,6 +69,8 @@ def optimize(
     freeze_inputs: bool = ...,
     strict_spec: bool = ...,
     report: Report | None = ...,
+    skip: Iterable[str] = ...,
+    only: Iterable[str] | None = ...,
 ) -> ir.Model: ...
 
 
@@ -69,6 +81,8 @@ def optimize(
     freeze_inputs: bool = ...,
     strict_spec: bool = ...,
     report: Report | None = ...,
+    skip: Iterable[str] = ...,
+    only: Iterable[str] | None = ...,
 ) -> onnx.ModelProto: ...
 
 
@@ -78,6 +92,8 @@ def optimize(
     freeze_inputs: bool = False,
     strict_spec: bool = False,
     report: Report | None = None,
+    skip: Iterable[str] = (),
+    only: Iterable[str] | None = None,
 ) -> onnx.ModelProto | ir.Model:
     """Remove every sequence op whose sequence is known before run time.
 
@@ -89,9 +105,15 @@ def optimize(
     ``strict_spec`` follows the ONNX spec where ONNX Runtime departs from it (see README).
     Pass a :class:`~seqpasses.report.Report` to learn what changed and what was left, and why.
     """
-    kwargs = {"freeze_inputs": freeze_inputs, "strict_spec": strict_spec, "report": report}
+    kwargs: dict[str, Any] = {
+        "freeze_inputs": freeze_inputs,
+        "strict_spec": strict_spec,
+        "report": report,
+        "skip": skip,
+        "only": only,
+    }
     if isinstance(model, ir.Model):
-        return optimize_ir(model, **kwargs)  # type: ignore[arg-type]
+        return optimize_ir(model, **kwargs)
     if isinstance(model, onnx.ModelProto):
-        return ir.serde.serialize_model(optimize_ir(ir.serde.deserialize_model(model), **kwargs))  # type: ignore[arg-type]
-    return ir.serde.serialize_model(optimize_ir(ir.load(os.fspath(model)), **kwargs))  # type: ignore[arg-type]
+        return ir.serde.serialize_model(optimize_ir(ir.serde.deserialize_model(model), **kwargs))
+    return ir.serde.serialize_model(optimize_ir(ir.load(os.fspath(model)), **kwargs))

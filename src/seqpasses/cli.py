@@ -18,6 +18,7 @@ from seqpasses import __version__
 from seqpasses.api import optimize_ir
 from seqpasses.inference import fill_shapes_in_place, shape_facts
 from seqpasses.io import BadInputError, load_model, save_model, uses_external_data
+from seqpasses.passes.fold import REWRITES, select_rewrites
 from seqpasses.report import SEQUENCE_OPS, Report, all_nodes
 from seqpasses.verify import verify
 
@@ -72,9 +73,24 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="do not fill in value types and shapes in the output model",
     )
+    opt.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="switch off a rewrite group (see 'seqpasses passes'); repeatable",
+    )
+    opt.add_argument(
+        "--only",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="run only these rewrite groups; repeatable",
+    )
     opt.add_argument("--report", type=Path, metavar="FILE", help="write a JSON report of the run")
     opt.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     opt.add_argument("-v", "--verbose", action="store_true", help="list every rewrite")
+    commands.add_parser("passes", help="list the rewrite groups, one line each")
     ins = commands.add_parser(
         "inspect", help="list every sequence op, and why optimize would leave each one it leaves"
     )
@@ -158,6 +174,10 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 def _optimize(args: argparse.Namespace) -> int:
+    try:
+        select_rewrites(args.skip, args.only)
+    except ValueError as error:
+        raise BadInputError(str(error)) from None
     if args.check_runs < 1:
         raise BadInputError("--check-runs must be at least 1")
     if not args.output.parent.exists():
@@ -238,6 +258,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "optimize":
             return _optimize(args)
+        if args.command == "passes":
+            for name, text in REWRITES.items():
+                print(f"{name:<14} {text}")
+            return 0
         if args.command == "inspect":
             return _inspect(args)
         if args.command == "shapes":

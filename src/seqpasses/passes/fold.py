@@ -26,7 +26,7 @@ walked with their own opset.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +39,14 @@ from seqpasses.report import SEQUENCE_OPS, Report, Rewrite, all_nodes
 from seqpasses.sequence import PositionError, StaticSequence, Unknown, constant_array
 from seqpasses.shapes import ShapeOracle
 
-__all__ = ["Analysis", "FoldOptions", "FoldSequencesPass", "analyze"]
+__all__ = [
+    "REWRITES",
+    "Analysis",
+    "FoldOptions",
+    "FoldSequencesPass",
+    "analyze",
+    "select_rewrites",
+]
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 
@@ -56,6 +63,7 @@ class FoldOptions:
 
     freeze_inputs: bool = False
     strict_spec: bool = False
+    disabled: frozenset[str] = frozenset()  # names from REWRITES that are switched off
 
 
 @dataclass
@@ -114,6 +122,11 @@ class Folder:
             return
         self.paths[node] = scope.path
         handler = TRANSFER.get(node.op_type)
+        if (
+            handler is not None
+            and GROUP_OF_OP.get(node.op_type, "sequence-ops") in self.options.disabled
+        ):
+            handler = None
         done = handler(self, node, scope) if handler is not None else False
         if not done:
             self._fallback(node, scope)
@@ -538,6 +551,38 @@ def _split_to_sequence(f: Folder, node: ir.Node, scope: Scope) -> bool:
     if squeeze and split is not None:
         f.report.notes.append(f"SplitToSequence '{node.name}': {detail}")
     return f.applied("split-to-sequence", node, detail)
+
+
+REWRITES: dict[str, str] = {
+    "sequence-ops": "fold Construct/Empty/Insert/Erase/Identity chains; lower SequenceAt, "
+    "SequenceLength, ConcatFromSequence, SplitToSequence",
+    "if-inline": "inline the taken branch of an If whose condition is a constant",
+    "sequence-map": "inline SequenceMap over static sequences, one body copy per element",
+    "optional": "pass values through Optional / OptionalGetElement; fold OptionalHasElement",
+    "loop-scan": "turn a Loop that appends to a list into a Loop with a scan output",
+}
+"""The rewrite groups a caller can switch off by name (``--skip`` / ``--only``)."""
+
+GROUP_OF_OP: dict[str, str] = {
+    "If": "if-inline",
+    "SequenceMap": "sequence-map",
+    "Optional": "optional",
+    "OptionalGetElement": "optional",
+    "OptionalHasElement": "optional",
+    "Loop": "loop-scan",
+}
+
+
+def select_rewrites(skip: Iterable[str] = (), only: Iterable[str] | None = None) -> frozenset[str]:
+    """The set of disabled rewrite groups for ``skip``/``only``; ValueError on an unknown name."""
+    names = set(skip) | set(only or ())
+    unknown = sorted(names - set(REWRITES))
+    if unknown:
+        raise ValueError(f"unknown pass {', '.join(unknown)}; known: {', '.join(REWRITES)}")
+    disabled = set(skip)
+    if only is not None:
+        disabled |= set(REWRITES) - set(only)
+    return frozenset(disabled)
 
 
 TRANSFER: dict[str, Handler] = {
