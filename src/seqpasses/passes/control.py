@@ -77,15 +77,89 @@ def _outputs_can_move(f: Folder, node: ir.Node, scope: Scope, outputs: list[ir.V
     return ""
 
 
+def _branch_outputs(body: ir.Graph, values: list[ir.Value]) -> list[ir.Value]:
+    """``values`` as outputs of ``body``: an Identity for outer values and repeats."""
+    seen: set[ir.Value] = set()
+    result = []
+    for value in values:
+        producer = value.producer()
+        if producer is None or producer.graph is not body or value in seen:
+            ident = ir.node("Identity", [value])
+            body.append(ident)
+            ident.outputs[0].type, ident.outputs[0].shape = value.type, value.shape
+            value = ident.outputs[0]
+        seen.add(value)
+        result.append(value)
+    return result
+
+
+def _if_static_sequences(f: Folder, node: ir.Node, scope: Scope) -> bool:
+    """Run-time condition: sequence outputs static in both branches with one length become
+    one tensor output per element, so what reads them can be lowered."""
+    then_attr, else_attr = node.attributes.get("then_branch"), node.attributes.get("else_branch")
+    if then_attr is None or else_attr is None:
+        return False
+    branches = (then_attr.as_graph(), else_attr.as_graph())
+    converted: dict[int, tuple[StaticSequence, StaticSequence]] = {}
+    for k in range(len(node.outputs)):
+        pair = (f.static(branches[0].outputs[k]), f.static(branches[1].outputs[k]))
+        if pair[0] is None or pair[1] is None or len(pair[0]) != len(pair[1]):
+            continue
+        for value in (*pair[0].elements, *pair[1].elements):
+            scope.shapes.shape(value)  # types for the new If outputs
+        converted[k] = (pair[0], pair[1])
+    if not converted:
+        return False
+    for b, branch in enumerate(branches):
+        outputs: list[ir.Value] = []
+        for k, out in enumerate(list(branch.outputs)):
+            outputs.extend(converted[k][b].elements if k in converted else [out])
+        outputs = _branch_outputs(branch, outputs)
+        while len(branch.outputs):
+            branch.outputs.pop()
+        branch.outputs.extend(outputs)
+    count = len(branches[0].outputs)
+    new = ir.Node(
+        "",
+        "If",
+        [node.inputs[0]],
+        [
+            ir.Attr("then_branch", ir.AttributeType.GRAPH, branches[0]),
+            ir.Attr("else_branch", ir.AttributeType.GRAPH, branches[1]),
+        ],
+        num_outputs=count,
+        name=node.name,
+    )
+    scope.graph.insert_before(node, new)
+    f.created.add(new)
+    index = 0
+    for k, old in enumerate(node.outputs):
+        if k in converted:
+            first, second = converted[k]
+            elements = list(new.outputs)[index : index + len(first)]
+            for element, a, b in zip(elements, first.elements, second.elements, strict=True):
+                element.type = a.type or b.type
+                element.shape = a.shape if a.shape == b.shape else None
+            f.state[old] = StaticSequence(tuple(elements), first.dtype or second.dtype)
+            index += len(first)
+        else:
+            new.outputs[index].type, new.outputs[index].shape = old.type, old.shape
+            f.replace(old, new.outputs[index], scope)
+            index += 1
+    node.attributes.pop("then_branch")
+    node.attributes.pop("else_branch")
+    return f.applied("if-static-sequences", node, f"{len(converted)} sequence output(s) as tensors")
+
+
 def _if(f: Folder, node: ir.Node, scope: Scope) -> bool:
     cond = node.inputs[0] if node.inputs else None
     if cond is None or f.analyze_only:
         return False
     if cond.is_graph_input() and not f.options.freeze_inputs:
-        return False
+        return _if_static_sequences(f, node, scope)
     array = f.constant(cond)
     if array is None or array.size != 1:
-        return False
+        return _if_static_sequences(f, node, scope)
     taken = "then_branch" if bool(array.reshape(-1)[0]) else "else_branch"
     attr = node.attributes.get(taken)
     if attr is None or attr.type != ir.AttributeType.GRAPH:
