@@ -137,9 +137,11 @@ def _if_static_sequences(f: Folder, node: ir.Node, scope: Scope) -> bool:
         if k in converted:
             first, second = converted[k]
             elements = list(new.outputs)[index : index + len(first)]
-            for element, a, b in zip(elements, first.elements, second.elements, strict=True):
-                element.type = a.type or b.type
-                element.shape = a.shape if a.shape == b.shape else None
+            for element, in_then, in_else in zip(
+                elements, first.elements, second.elements, strict=True
+            ):
+                element.type = in_then.type or in_else.type
+                element.shape = in_then.shape if in_then.shape == in_else.shape else None
             f.state[old] = StaticSequence(tuple(elements), first.dtype or second.dtype)
             index += len(first)
         else:
