@@ -98,7 +98,7 @@ def sequence_ops(model: ir.Model) -> int:
     return seqpasses.count_sequence_ops(model)
 
 
-def measure(path: Path, out_dir: Path, with_onnxscript: bool) -> dict[str, Any]:
+def measure(path: Path, out_dir: Path) -> dict[str, Any]:
     row: dict[str, Any] = {}
     row["roundtrip_load"], model = timed(lambda: ir.load(path))
     row["roundtrip_save"], _ = timed(lambda: ir.save(model, out_dir / "roundtrip.onnx"))
@@ -114,9 +114,6 @@ def measure(path: Path, out_dir: Path, with_onnxscript: bool) -> dict[str, Any]:
     row["save"], _ = timed(lambda: save_model(model, out_dir / "optimized.onnx"))
     row["sequence_ops_after"] = sequence_ops(model)
     row["end_to_end"] = row["load"] + row["passes"] + row["save"]
-
-    if with_onnxscript:
-        row.update(measure_onnxscript(path))
     return row
 
 
@@ -203,7 +200,7 @@ def main() -> int:
             onnx.save(build(size), path)
             # Best of 3 runs at every size (the first also warms up imports): timings on a shared
             # 2-core machine vary by tens of percent from run to run.
-            runs = [measure(path, folder, False) for _ in range(3)]
+            runs = [measure(path, folder) for _ in range(3)]
             row = {k: min(r[k] for r in runs) for k in runs[0]}
             if size <= args.onnxscript_max:
                 row.update(measure_onnxscript(path))

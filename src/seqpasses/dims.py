@@ -13,7 +13,7 @@ from collections import Counter
 
 import onnx_ir as ir
 
-__all__ = ["Dim", "add_dims", "dim_of"]
+__all__ = ["Dim", "add_dims", "dim_of", "fill_shape"]
 
 Dim = int | ir.SymbolicDim
 
@@ -77,3 +77,26 @@ def dim_of(dim: object) -> Dim:
     if isinstance(dim, ir.SymbolicDim):
         return dim
     return ir.SymbolicDim(None)
+
+
+def _unknown(dim: object) -> bool:
+    """No size and no user-given name (ONNX's generated ``unk__N`` names say nothing)."""
+    return isinstance(dim, ir.SymbolicDim) and (dim.value is None or dim.value.startswith("unk__"))
+
+
+def fill_shape(
+    declared: ir.Shape | None, inferred: ir.Shape | None, *, numbers_win: bool = False
+) -> ir.Shape | None:
+    """``declared`` with its unknown dims taken from ``inferred``; a known number is never changed.
+
+    With ``numbers_win`` an inferred number also replaces a declared symbolic name.
+    """
+    if declared is None:
+        return inferred
+    if inferred is None or len(declared) != len(inferred):
+        return declared
+    dims: list[int | ir.SymbolicDim] = []
+    for d, i in zip(declared, inferred, strict=True):
+        take = _unknown(d) or (numbers_win and isinstance(i, int) and not isinstance(d, int))
+        dims.append(i if take and isinstance(i, int | ir.SymbolicDim) else d)
+    return ir.Shape(dims)

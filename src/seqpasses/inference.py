@@ -17,6 +17,7 @@ from typing import Any, overload
 import onnx
 import onnx_ir as ir
 
+from seqpasses.dims import fill_shape
 from seqpasses.passes.fold import FoldOptions, analyze
 from seqpasses.sequence import StaticSequence, Unknown
 
@@ -103,19 +104,6 @@ def _common_shape(shapes: list[ir.Shape | None]) -> ir.Shape | None:
     return ir.Shape(dims)
 
 
-def _fill(declared: ir.Shape | None, ours: ir.Shape | None) -> ir.Shape | None:
-    """``declared`` with its unknown dims filled from ``ours``; never changes a known dim."""
-    if declared is None:
-        return ours
-    if ours is None or len(declared) != len(ours):
-        return declared
-    dims: list[int | ir.SymbolicDim] = []
-    for d, o in zip(declared, ours, strict=True):
-        unknown = isinstance(d, ir.SymbolicDim) and (d.value is None or d.value.startswith("unk__"))
-        dims.append(o if unknown and isinstance(o, int | ir.SymbolicDim) else d)
-    return ir.Shape(dims)
-
-
 def _kind(value: ir.Value) -> str:
     if isinstance(value.type, ir.TensorType):
         return "tensor"
@@ -147,7 +135,7 @@ def _apply_sequence_facts(state: dict[ir.Value, StaticSequence | Unknown]) -> No
             if dtype is not None:
                 value.type = ir.SequenceType(ir.TensorType(dtype))
         common = _common_shape([e.shape for e in known.elements])
-        value.shape = _fill(value.shape, common)
+        value.shape = fill_shape(value.shape, common)
 
 
 def fill_shapes_in_place(model: ir.Model) -> None:
@@ -169,7 +157,9 @@ def fill_shapes_in_place(model: ir.Model) -> None:
                 continue
             if value.type is None:
                 value.type = ir.serde.deserialize_type_proto_for_type(type_proto)
-            value.shape = _fill(value.shape, ir.serde.deserialize_type_proto_for_shape(type_proto))
+            value.shape = fill_shape(
+                value.shape, ir.serde.deserialize_type_proto_for_shape(type_proto)
+            )
     _apply_sequence_facts(analyze(model, FoldOptions()).sequences)
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import onnx
 import onnx_ir as ir
 
+from seqpasses.sequence import constant_array
+
 __all__ = ["ShapeOracle"]
 
 _MAX_CONST_ELEMENTS = 4096
@@ -118,13 +120,13 @@ class ShapeOracle:
             for v in node.inputs:
                 if v is None or not v.name:
                     continue
-                tensor = ir.convenience.get_const_tensor(v)
+                array = constant_array(v)
                 if (
-                    tensor is not None
-                    and tensor.size <= _MAX_CONST_ELEMENTS
+                    array is not None
+                    and array.size <= _MAX_CONST_ELEMENTS
                     and not v.is_graph_input()
                 ):
-                    data[v.name] = ir.serde.serialize_tensor(tensor)
+                    data[v.name] = onnx.numpy_helper.from_array(array, v.name)
             opsets = [onnx.helper.make_opsetid("", self.opset)]
             inferred = onnx.shape_inference.infer_node_outputs(
                 schema, proto, types, data, opset_imports=opsets

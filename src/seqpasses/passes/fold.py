@@ -34,6 +34,7 @@ import numpy as np
 import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
 
+from seqpasses.dims import fill_shape
 from seqpasses.emit import Emitter
 from seqpasses.report import SEQUENCE_OPS, Report, Rewrite, all_nodes
 from seqpasses.sequence import PositionError, StaticSequence, Unknown, constant_array
@@ -218,7 +219,7 @@ class Folder:
         if self.analyze_only:
             if old.type is None:
                 old.type = new.type
-            old.shape = _merge_shapes(old.shape, new.shape)
+            old.shape = fill_shape(old.shape, new.shape, numbers_win=True)
             if new.const_value is not None and new.const_value.size == 1:
                 self.known_ints[old] = int(new.const_value.numpy().reshape(-1)[0])
             return
@@ -239,7 +240,7 @@ class Folder:
         new.name = name
         if old.type is not None:
             new.type = old.type
-        new.shape = _merge_shapes(old.shape, new.shape)
+        new.shape = fill_shape(old.shape, new.shape, numbers_win=True)
         scope.graph.outputs[index] = new
         slots = scope.output_slots.pop(old, [])
         if index in slots:
@@ -309,24 +310,6 @@ class Folder:
                     f"{len(seq)} elements",
                 )
             )
-
-
-def _merge_shapes(declared: ir.Shape | None, inferred: ir.Shape | None) -> ir.Shape | None:
-    if declared is None:
-        return inferred
-    if inferred is None or len(declared) != len(inferred):
-        return declared
-    dims: list[int | ir.SymbolicDim] = []
-    for d, i in zip(declared, inferred, strict=True):
-        if isinstance(d, int):
-            dims.append(d)
-        elif isinstance(i, int) or (
-            isinstance(d, ir.SymbolicDim) and (d.value is None or d.value.startswith("unk__"))
-        ):
-            dims.append(i if isinstance(i, int | ir.SymbolicDim) else ir.SymbolicDim(None))
-        else:
-            dims.append(d)
-    return ir.Shape(dims)
 
 
 # -- transfer functions: one per op ----------------------------------------------------------

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
+from seqpasses.emit import Emitter
 from seqpasses.passes.fold import TRANSFER, Folder, Scope
 from seqpasses.sequence import StaticSequence
 
@@ -201,7 +202,6 @@ def _rewrite_reader(
 def _concat_reader(
     emit: object, reader: ir.Node, stacked: ir.Value, rank: int, initial: StaticSequence
 ) -> ir.Value:
-    from seqpasses.emit import Emitter
 
     assert isinstance(emit, Emitter)
     new_axis = reader.attributes.get_int("new_axis", 0)
