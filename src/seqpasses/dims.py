@@ -13,7 +13,7 @@ from collections import Counter
 
 import onnx_ir as ir
 
-__all__ = ["Dim", "add_dims", "dim_of", "fill_shape"]
+__all__ = ["Dim", "add_dims", "contradicts", "dim_of", "fill_shape"]
 
 Dim = int | ir.SymbolicDim
 
@@ -100,3 +100,15 @@ def fill_shape(
         take = _unknown(d) or (numbers_win and isinstance(i, int) and not isinstance(d, int))
         dims.append(i if take and isinstance(i, int | ir.SymbolicDim) else d)
     return ir.Shape(dims)
+
+
+def contradicts(declared: ir.Shape | None, inferred: ir.Shape | None) -> bool:
+    """Whether two known shapes cannot describe the same value (rank or a number differs)."""
+    if declared is None or inferred is None:
+        return False
+    if len(declared) != len(inferred):
+        return True
+    return any(
+        isinstance(d, int) and isinstance(i, int) and d != i
+        for d, i in zip(declared, inferred, strict=True)
+    )

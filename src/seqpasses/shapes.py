@@ -9,6 +9,9 @@ answers are stored on the values so that they also end up in the output model.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import numpy as np
 import onnx
 import onnx_ir as ir
 
@@ -64,8 +67,11 @@ _SAME_AS_INPUT = frozenset(
 class ShapeOracle:
     """Fills in missing types and shapes of tensor values, one producer at a time."""
 
-    def __init__(self, opset: int) -> None:
+    def __init__(
+        self, opset: int, constant: Callable[[ir.Value], np.ndarray | None] | None = None
+    ) -> None:
         self.opset = opset
+        self.constant = constant  # what a value holds before run time, beyond constants
         self.tried: set[ir.Node] = set()
 
     def shape(self, value: ir.Value) -> ir.Shape | None:
@@ -120,12 +126,10 @@ class ShapeOracle:
             for v in node.inputs:
                 if v is None or not v.name:
                     continue
-                array = constant_array(v)
-                if (
-                    array is not None
-                    and array.size <= _MAX_CONST_ELEMENTS
-                    and not v.is_graph_input()
-                ):
+                if v.is_graph_input():
+                    continue
+                array = self.constant(v) if self.constant is not None else constant_array(v)
+                if array is not None and array.size <= _MAX_CONST_ELEMENTS:
                     data[v.name] = onnx.numpy_helper.from_array(array, v.name)
             opsets = [onnx.helper.make_opsetid("", self.opset)]
             inferred = onnx.shape_inference.infer_node_outputs(

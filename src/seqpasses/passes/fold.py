@@ -34,10 +34,11 @@ import numpy as np
 import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
 
-from seqpasses.dims import fill_shape
+from seqpasses.consteval import ConstantEvaluator
+from seqpasses.dims import contradicts, fill_shape
 from seqpasses.emit import Emitter
 from seqpasses.report import SEQUENCE_OPS, Report, Rewrite, all_nodes
-from seqpasses.sequence import PositionError, StaticSequence, Unknown, constant_array
+from seqpasses.sequence import PositionError, StaticSequence, Unknown
 from seqpasses.shapes import ShapeOracle
 
 __all__ = [
@@ -65,6 +66,7 @@ class FoldOptions:
     freeze_inputs: bool = False
     strict_spec: bool = False
     disabled: frozenset[str] = frozenset()  # names from REWRITES that are switched off
+    max_unroll: int = 64  # the largest constant trip count a Loop is unrolled for
 
 
 @dataclass
@@ -88,7 +90,8 @@ class Folder:
         self.known_ints: dict[ir.Value, int] = {}
         self.optionals: dict[ir.Value, ir.Value | None] = {}
         self.input_dims: set[str] = set()  # symbolic dims named by the main graph's inputs
-        self.arrays: dict[ir.Value, np.ndarray | None] = {}
+        self.opsets: dict[int, int] = {}  # id(graph) -> the ONNX opset its nodes run under
+        self.evaluator = ConstantEvaluator(self._opset_of, self._readable)
         self.options = options
         self.report = report
         self.state: dict[ir.Value, StaticSequence | Unknown] = {}
@@ -101,10 +104,23 @@ class Folder:
         self.materialized: dict[tuple[int, tuple[ir.Value, ...], Any], ir.Value] = {}
         self.rewrote = False
         self.counter = 0
+        self.main_opset = 0
 
     # -- walking ---------------------------------------------------------------------------
 
+    def run_model(self, model: ir.Model, opset: int) -> None:
+        """Walk the main graph, then each model-local function under its own opset."""
+        self.main_opset = opset
+        self.run_graph(Scope(model.graph, "main", opset, ShapeOracle(opset, self.constant)))
+        for function in model.functions.values():
+            own = function.opset_imports.get("", function.opset_imports.get("ai.onnx", opset))
+            oracle = ShapeOracle(own, self.constant)
+            self.run_graph(Scope(function, f"function {function.name}", own, oracle))
+
     def run_graph(self, scope: Scope) -> None:
+        self.opsets[id(scope.graph)] = scope.opset
+        if isinstance(scope.graph, ir.Function):
+            self.opsets[id(scope.graph.graph)] = scope.opset
         for node in list(scope.graph):
             self.visit(node, scope)
         self._canonicalize_outputs(scope)
@@ -185,12 +201,14 @@ class Folder:
         return int(array.reshape(-1)[0]), ""
 
     def constant(self, value: ir.Value) -> np.ndarray | None:
-        """``constant_array``, computed once per value (a shared position is read once)."""
-        if value in self.arrays:
-            return self.arrays[value]
-        array = constant_array(value)
-        self.arrays[value] = array
-        return array
+        """The array ``value`` holds before run time (a constant, or small shape arithmetic)."""
+        return self.evaluator.value(value)
+
+    def _readable(self, value: ir.Value) -> bool:
+        return self.options.freeze_inputs or not value.is_graph_input()
+
+    def _opset_of(self, node: ir.Node) -> int:
+        return self.opsets.get(id(node.graph), self.main_opset)
 
     def const_array(self, value: ir.Value) -> np.ndarray | None:
         if value.is_graph_input() and not self.options.freeze_inputs:
@@ -230,7 +248,11 @@ class Folder:
                 and not new.is_graph_output()
                 and not new.is_graph_input()
             )
-            target = new if fresh else self.emitter(scope, None).identity(new)
+            seq = self.static(new)
+            if seq is not None and not (fresh and self.is_canonical(new, seq)):
+                target = self.materialize(seq, scope, None, old)
+            else:
+                target = new if fresh else self.emitter(scope, None).identity(new)
             self._take_output_slot(scope, index, old, target)
         old.replace_all_uses_with(new)
 
@@ -240,7 +262,15 @@ class Folder:
         new.name = name
         if old.type is not None:
             new.type = old.type
-        new.shape = fill_shape(old.shape, new.shape, numbers_win=True)
+        if contradicts(old.shape, new.shape):
+            # The exporter declared a shape the output never has (seen in TorchScript
+            # exports); keeping it would make the rewritten graph fail ONNX's checker.
+            self.report.notes.append(
+                f"output '{name}': declared shape {_shape_text(old.shape)} contradicts the "
+                f"computed {_shape_text(new.shape)}; the computed one is declared"
+            )
+        else:
+            new.shape = fill_shape(old.shape, new.shape, numbers_win=True)
         scope.graph.outputs[index] = new
         slots = scope.output_slots.pop(old, [])
         if index in slots:
@@ -543,6 +573,8 @@ REWRITES: dict[str, str] = {
     "sequence-map": "inline SequenceMap over static sequences, one body copy per element",
     "optional": "pass values through Optional / OptionalGetElement; fold OptionalHasElement",
     "loop-scan": "turn a Loop that appends to a list into a Loop with a scan output",
+    "loop-unroll": "unroll a Loop with a constant trip count (<= --max-unroll) that reads "
+    "a sequence",
 }
 """The rewrite groups a caller can switch off by name (``--skip`` / ``--only``)."""
 
@@ -552,7 +584,6 @@ GROUP_OF_OP: dict[str, str] = {
     "Optional": "optional",
     "OptionalGetElement": "optional",
     "OptionalHasElement": "optional",
-    "Loop": "loop-scan",
 }
 
 
@@ -611,11 +642,12 @@ class FoldSequencesPass(ir.passes.InPlacePass):
                 folder.input_dims.update(
                     d.value for d in value.shape if isinstance(d, ir.SymbolicDim) and d.value
                 )
-        folder.run_graph(Scope(model.graph, "main", opset, ShapeOracle(opset)))
-        for function in model.functions.values():
-            own = function.opset_imports.get("", function.opset_imports.get("ai.onnx", opset))
-            folder.run_graph(Scope(function, f"function {function.name}", own, ShapeOracle(own)))
+        folder.run_model(model, opset)
         common_passes.RemoveUnusedNodesPass()(model)
+        if folder.created:
+            # onnx_ir names new values per graph ("val_0"), which can repeat a name of an
+            # enclosing graph; ONNX wants names unique across nested scopes.
+            common_passes.NameFixPass()(model)
         survivors = 0
         for node in all_nodes(model):
             if node not in folder.created:
@@ -630,6 +662,10 @@ class FoldSequencesPass(ir.passes.InPlacePass):
         self.report.left.append(
             Rewrite("left", node.name or "", node.op_type, folder.paths.get(node, ""), reason)
         )
+
+
+def _shape_text(shape: ir.Shape | None) -> str:
+    return "[" + ",".join(str(d) for d in shape) + "]" if shape is not None else "?"
 
 
 def _why_kept(node: ir.Node) -> str:
@@ -662,10 +698,7 @@ def analyze(model: ir.Model, options: FoldOptions | None = None) -> Analysis:
     if opset is None:
         raise ValueError("the model imports no ONNX opset")
     folder = Folder(options or FoldOptions(), Report(), analyze_only=True)
-    folder.run_graph(Scope(model.graph, "main", opset, ShapeOracle(opset)))
-    for function in model.functions.values():
-        own = function.opset_imports.get("", function.opset_imports.get("ai.onnx", opset))
-        folder.run_graph(Scope(function, f"function {function.name}", own, ShapeOracle(own)))
+    folder.run_model(model, opset)
     for node in folder.created:  # the descriptive nodes must not stay users of real values
         for index in range(len(node.inputs)):
             node.replace_input_with(index, None)

@@ -24,7 +24,9 @@ import numpy as np
 import onnx_ir as ir
 
 from seqpasses.emit import Emitter
+from seqpasses.passes.control import inline_graph
 from seqpasses.passes.fold import TRANSFER, Folder, Scope
+from seqpasses.report import SEQUENCE_OPS
 from seqpasses.sequence import StaticSequence
 
 __all__: list[str] = []
@@ -98,6 +100,7 @@ def _reader_ok(f: Folder, reader: ir.Node, shape: ir.Shape, initial: int) -> str
 
 
 def _loop(f: Folder, node: ir.Node, scope: Scope) -> bool:
+    """Unroll a short constant-trip-count loop that reads a sequence, else append -> scan."""
     if f.analyze_only:
         return False
     body_attr = node.attributes.get("body")
@@ -105,10 +108,102 @@ def _loop(f: Folder, node: ir.Node, scope: Scope) -> bool:
         return False
     body = body_attr.as_graph()
     carried = len(node.inputs) - 2
-    for j in range(carried):
-        if _try_scan_output(f, node, scope, body, j):
-            return f.applied("loop-append-to-scan-output", node, f"carried value {j}")
+    appends = {found[0] for j in range(carried) if (found := _append_pattern(body, j)) is not None}
+    reads = [n for n in _body_nodes(body) if n.op_type in SEQUENCE_OPS and n not in appends]
+    if not reads and any(f.static(v) is not None for v in node.inputs[2:]):
+        for j in range(carried):  # append-only: a scan output keeps the graph small
+            if "loop-scan" not in f.options.disabled and _try_scan_output(f, node, scope, body, j):
+                return f.applied("loop-append-to-scan-output", node, f"carried value {j}")
+    if reads or any(f.static(v) is not None for v in node.inputs[2:]):
+        why = _unroll_blocker(f, node, body, scope.opset)
+        if not why:
+            return _unroll(f, node, scope, body)
+        for read in reads:
+            f.reasons[read] = (
+                f"{f.reasons.get(read, read.op_type)}; Loop '{node.name}' not unrolled: {why}"
+            )
+    if reads and "loop-scan" not in f.options.disabled:
+        for j in range(carried):
+            if _try_scan_output(f, node, scope, body, j):
+                return f.applied("loop-append-to-scan-output", node, f"carried value {j}")
     return False
+
+
+def _body_nodes(graph: ir.Graph) -> list[ir.Node]:
+    return list(ir.traversal.RecursiveGraphIterator(graph))
+
+
+def _unroll_blocker(f: Folder, node: ir.Node, body: ir.Graph, opset: int) -> str:
+    """Why ``node`` cannot be unrolled (empty when it can)."""
+    if "loop-unroll" in f.options.disabled:
+        return "loop-unroll is switched off"
+    trip = node.inputs[0] if node.inputs else None
+    if trip is None:
+        return "no trip count (a while loop)"
+    count, why = f.const_int(trip)
+    if count is None:
+        return f"trip count {why.removeprefix('position ')}"
+    if count <= 0:
+        return f"trip count {count}: no iteration to unroll"
+    if count > f.options.max_unroll:
+        return f"trip count {count} is above --max-unroll {f.options.max_unroll}"
+    cond = node.inputs[1] if len(node.inputs) > 1 else None
+    if cond is not None and not _is_true(f, cond):
+        return "the loop condition is known only at run time"
+    if len(body.inputs) != len(node.inputs) or len(body.outputs) < len(node.inputs) - 1:
+        return "the body's inputs and outputs do not match the Loop's"
+    if not _stays_true(f, body.outputs[0], body.inputs[1]):
+        return "the body's condition output is not provably true (a loop with a break)"
+    if opset < 14 and any(
+        o.is_graph_output() and not isinstance(o.type, ir.TensorType) for o in node.outputs
+    ):
+        return "a non-tensor graph output would need Identity, which opset < 14 lacks"
+    return ""
+
+
+def _is_true(f: Folder, value: ir.Value) -> bool:
+    if value.is_graph_input() and not f.options.freeze_inputs:
+        return False
+    array = f.constant(value)
+    return array is not None and array.size == 1 and bool(array.reshape(-1)[0])
+
+
+def _stays_true(f: Folder, value: ir.Value, cond_in: ir.Value) -> bool:
+    while True:
+        if value is cond_in or _is_true(f, value):
+            return True
+        producer = value.producer()
+        if producer is None or producer.op_type != "Identity" or producer.inputs[0] is None:
+            return False
+        value = producer.inputs[0]
+
+
+def _unroll(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph) -> bool:
+    count, _ = f.const_int(node.inputs[0])  # type: ignore[arg-type]
+    assert count is not None
+    emit = f.emitter(scope, node)
+    cond = node.inputs[1] if len(node.inputs) > 1 else None
+    true = cond if cond is not None else emit.constant(np.array(True))
+    carried = list(node.inputs[2:])
+    n_carried = len(carried)
+    scans: list[list[ir.Value]] = [[] for _ in body.outputs[1 + n_carried :]]
+    for i in range(count):
+        bound = {body.inputs[0]: emit.constant(np.array(i, dtype=np.int64)), body.inputs[1]: true}
+        bound.update({body.inputs[2 + j]: v for j, v in enumerate(carried) if v is not None})
+        _, outputs = inline_graph(f, scope, node, body, bound)
+        carried = list(outputs[1 : 1 + n_carried])
+        for k, value in enumerate(outputs[1 + n_carried :]):
+            scans[k].append(value)
+    finals: list[ir.Value] = [v for v in carried if v is not None]
+    for values in scans:
+        for value in values:
+            scope.shapes.shape(value)  # type and shape for the Unsqueeze
+        parts = [emit.unsqueeze(v, 0) for v in values]
+        finals.append(parts[0] if len(parts) == 1 else emit.concat(parts, 0))
+    for old, new in zip(node.outputs, finals, strict=True):
+        f.state.pop(old, None)
+        f.replace(old, new, scope)
+    return f.applied("loop-unroll", node, f"{count} iterations")
 
 
 def _try_scan_output(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph, j: int) -> bool:

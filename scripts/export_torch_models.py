@@ -1,0 +1,261 @@
+"""Export small PyTorch modules that build and read lists, with both of torch's exporters.
+
+Writes, for each export, ``sample_models/torch/<name>.onnx`` and ``<name>.npz`` holding the
+inputs (``input:<name>``) and PyTorch's own outputs (``output:<k>``), so that the tests can
+check seqpasses against PyTorch's numbers without torch installed. Run from the repository
+root with torch installed (``pip install torch==2.13.0``):
+
+    python scripts/export_torch_models.py [OUTDIR]
+
+Every module is exported with the TorchScript exporter (``dynamo=False``, scripted so that
+Python lists and loops stay lists and loops in the graph); those whose list logic does not
+depend on run-time data are also exported with the dynamo exporter (``dynamo=True``), which
+traces lists away.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+import torch
+from torch import Tensor, nn
+
+OPSET = 17
+
+
+class AppendConstStack(nn.Module):
+    """A list built by append in a loop with a constant trip count, then torch.stack."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        out: list[Tensor] = []
+        for i in range(4):
+            out.append(x * float(i + 1))
+        return torch.stack(out)
+
+
+class AppendDynamicCat(nn.Module):
+    """Append in a loop whose trip count is the input's first dim (run time), then torch.cat."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        out: list[Tensor] = []
+        for i in range(x.size(0)):
+            out.append(torch.relu(x[i]) + 1.0)
+        return torch.cat(out, 0)
+
+
+class AppendDataDependent(nn.Module):
+    """The trip count is a value computed from the data; the list is stacked on axis 1."""
+
+    def forward(self, x: Tensor, steps: Tensor) -> tuple[Tensor, int]:
+        out: list[Tensor] = []
+        h = x
+        for _ in range(int(steps.item())):
+            h = torch.tanh(h * 0.5 + 0.1)
+            out.append(h)
+        return torch.stack(out, 1), len(out)
+
+
+class SplitIndex(nn.Module):
+    """torch.split into chunks of 2 with indexing from both ends."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        parts = torch.split(x, 2, dim=1)
+        return parts[0] * parts[-1] + parts[1]
+
+
+class SplitSizes(nn.Module):
+    """torch.split with explicit sizes, indexing and len."""
+
+    def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        parts = torch.split(x, [1, 3, 2], dim=0)
+        return parts[1].sum(0) + float(len(parts)), torch.cat([parts[2], parts[0]], 0)
+
+
+class UnbindStack(nn.Module):
+    """torch.unbind, reverse, torch.stack."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        rows = torch.unbind(x, 1)
+        return torch.stack([rows[2], rows[0], rows[1] * 2.0], 0)
+
+
+class ChunkCat(nn.Module):
+    """torch.chunk and re-concatenation in another order."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        chunks = torch.chunk(x, 3, dim=-1)
+        return torch.cat([chunks[2], torch.sigmoid(chunks[0]), chunks[1]], -1)
+
+
+class ListEdits(nn.Module):
+    """list pop / del / insert / len on a literal list, then torch.stack."""
+
+    def forward(self, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor, int]:
+        items = [x, x + 1.0, x * 2.0, x - 3.0]
+        last = items.pop()
+        del items[0]
+        items.insert(1, y)
+        items.append(last)
+        return torch.stack(items), items[-2], len(items)
+
+
+class IfBranchLists(nn.Module):
+    """Lists of one length returned from the branches of a data-dependent if."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        if bool(x.sum() > 0):  # noqa: SIM108 (an if statement: the exporter emits an If)
+            parts = [x, torch.relu(x)]
+        else:
+            parts = [x * -1.0, x + 1.0]
+        return torch.cat(parts, 0) + parts[1].mean()
+
+
+class RnnCell(nn.Module):
+    """A small Elman cell unrolled over time with a loop and a list of hidden states."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.inp = nn.Linear(3, 4)
+        self.rec = nn.Linear(4, 4)
+
+    def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        h = torch.zeros(x.size(1), 4)
+        states: list[Tensor] = []
+        for t in range(x.size(0)):
+            h = torch.tanh(self.inp(x[t]) + self.rec(h))
+            states.append(h)
+        return torch.stack(states), h
+
+
+class LoopReadsList(nn.Module):
+    """A constant-trip-count loop whose body reads the list it grows (l[-1], len(l))."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        items = [x]
+        for _ in range(3):
+            items.append(items[-1] * 2.0 + float(len(items)))
+        return torch.cat(items, 0)
+
+
+class UnbindLoopStack(nn.Module):
+    """unbind into a list, a loop over it that appends, then torch.stack."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        out: list[Tensor] = []
+        for row in torch.unbind(x, 0):
+            out.append(torch.sigmoid(row))
+        return torch.stack(out, 0)
+
+
+@dataclass
+class Case:
+    name: str
+    make: Callable[[], nn.Module]
+    inputs: tuple[Tensor, ...]
+    input_names: list[str]
+    dynamo: bool  # also export with the dynamo exporter
+    dynamic_axes: dict[str, dict[int, str]] | None = None
+
+
+def _cases() -> list[Case]:
+    g = torch.Generator().manual_seed(1)
+
+    def rand(*shape: int) -> Tensor:
+        return torch.randn(*shape, generator=g)
+
+    return [
+        Case("append_const_stack", AppendConstStack, (rand(2, 3),), ["x"], True),
+        Case(
+            "append_dynamic_cat",
+            AppendDynamicCat,
+            (rand(5, 3),),
+            ["x"],
+            False,
+            {"x": {0: "n"}},
+        ),
+        Case(
+            "append_data_dependent",
+            AppendDataDependent,
+            (rand(2, 3), torch.tensor(4)),
+            ["x", "steps"],
+            False,
+        ),
+        Case("split_index", SplitIndex, (rand(3, 6),), ["x"], True),
+        Case("split_sizes", SplitSizes, (rand(6, 2),), ["x"], True),
+        Case("unbind_stack", UnbindStack, (rand(2, 3),), ["x"], True),
+        Case("chunk_cat", ChunkCat, (rand(2, 9),), ["x"], True),
+        Case("list_edits", ListEdits, (rand(2, 3), rand(2, 3)), ["x", "y"], False),
+        Case("if_branch_lists", IfBranchLists, (rand(2, 3),), ["x"], False),
+        Case("rnn_cell", RnnCell, (rand(5, 2, 3),), ["x"], True, {"x": {0: "time"}}),
+        Case("loop_reads_list", LoopReadsList, (rand(2, 3),), ["x"], True),
+        Case("unbind_loop_stack", UnbindLoopStack, (rand(4, 3),), ["x"], True),
+    ]
+
+
+def _outputs(result: object) -> list[np.ndarray]:
+    items = result if isinstance(result, tuple | list) else (result,)
+    return [np.asarray(t.detach().numpy() if isinstance(t, Tensor) else t) for t in items]
+
+
+def _save(
+    out_dir: Path, name: str, model: onnx.ModelProto, case: Case, expected: list[np.ndarray]
+) -> None:
+    model.producer_name = "pytorch"
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, out_dir / f"{name}.onnx")
+    arrays = {f"input:{n}": t.numpy() for n, t in zip(case.input_names, case.inputs, strict=True)}
+    arrays.update({f"output:{k}": a for k, a in enumerate(expected)})
+    np.savez(out_dir / f"{name}.npz", **arrays)  # type: ignore[arg-type]
+
+
+def export_torchscript(case: Case, out_dir: Path) -> str:
+    module = torch.jit.script(case.make().eval())
+    expected = _outputs(module(*case.inputs))
+    path = out_dir / f"ts_{case.name}.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            module,
+            case.inputs,
+            str(path),
+            dynamo=False,
+            opset_version=OPSET,
+            input_names=case.input_names,
+            dynamic_axes=case.dynamic_axes,
+        )
+    _save(out_dir, f"ts_{case.name}", onnx.load(path), case, expected)
+    return f"ts_{case.name}"
+
+
+def export_dynamo(case: Case, out_dir: Path) -> str:
+    module = case.make().eval()
+    expected = _outputs(module(*case.inputs))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program = torch.onnx.export(
+            module, case.inputs, dynamo=True, opset_version=18, input_names=case.input_names
+        )
+    assert program is not None
+    _save(out_dir, f"dynamo_{case.name}", program.model_proto, case, expected)
+    return f"dynamo_{case.name}"
+
+
+def main(argv: list[str]) -> int:
+    out_dir = Path(argv[0]) if argv else Path("sample_models") / "torch"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for case in _cases():
+        print(export_torchscript(case, out_dir))
+        if case.dynamo:
+            print(export_dynamo(case, out_dir))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

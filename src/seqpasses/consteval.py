@@ -1,0 +1,199 @@
+"""Values computable before run time: small shape arithmetic, folded on demand.
+
+Exporters compute split sizes, positions and trip counts from ``Shape`` at run time
+(``torch.chunk`` gives ``Concat(Expand(Div(Add(Gather(Shape(x)), 2), 3)), ...)``). A rewrite
+that needs such a value asks :meth:`ConstantEvaluator.value`; the evaluator walks back through
+the producers and evaluates each with ``onnx.reference`` at the model's opset, for a short list
+of side-effect-free ops and only while every tensor stays small. ``Shape`` of a value with
+known dims is answered from the shape (and ``Gather``/``Slice`` of a ``Shape`` from the known
+dims they select). Nothing is evaluated that a rewrite did not ask for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import onnx
+import onnx_ir as ir
+from onnx.reference import ReferenceEvaluator
+
+from seqpasses.sequence import constant_array
+
+__all__ = ["ConstantEvaluator"]
+
+MAX_ELEMENTS = 4096
+_MAX_DEPTH = 64
+
+_FOLDABLE = frozenset(
+    {
+        "Abs",
+        "Add",
+        "And",
+        "Cast",
+        "Ceil",
+        "Concat",
+        "ConstantOfShape",
+        "Div",
+        "Equal",
+        "Expand",
+        "Floor",
+        "Gather",
+        "Greater",
+        "GreaterOrEqual",
+        "Identity",
+        "Less",
+        "LessOrEqual",
+        "Max",
+        "Min",
+        "Mod",
+        "Mul",
+        "Neg",
+        "Not",
+        "Or",
+        "Range",
+        "ReduceMax",
+        "ReduceMin",
+        "ReduceProd",
+        "ReduceSum",
+        "Reshape",
+        "Sign",
+        "Slice",
+        "Squeeze",
+        "Sub",
+        "Tile",
+        "Unsqueeze",
+        "Where",
+    }
+)
+
+
+class ConstantEvaluator:
+    """Arrays of values that follow from constants and known shapes, memoized per value."""
+
+    def __init__(
+        self, opset_of: Callable[[ir.Node], int], usable: Callable[[ir.Value], bool]
+    ) -> None:
+        self.opset_of = opset_of  # the ONNX opset a node runs under
+        self.usable = usable  # whether a constant-looking value may be read (graph inputs)
+        self.memo: dict[ir.Value, np.ndarray | None] = {}
+
+    def value(self, value: ir.Value) -> np.ndarray | None:
+        return self._value(value, 0)
+
+    def _value(self, value: ir.Value, depth: int) -> np.ndarray | None:
+        if value in self.memo:
+            return self.memo[value]
+        if not self.usable(value):
+            return None
+        array = constant_array(value)
+        if array is None and depth < _MAX_DEPTH:
+            array = self._evaluate(value, depth)
+        if array is not None and array.size > MAX_ELEMENTS:
+            array = None
+        self.memo[value] = array
+        return array
+
+    def _evaluate(self, value: ir.Value, depth: int) -> np.ndarray | None:
+        node = value.producer()
+        if node is None or node.domain not in ("", "ai.onnx"):
+            return None
+        if node.op_type == "Shape":
+            return _shape_of(node)
+        if node.op_type == "Size":
+            dims = _known_dims(node.inputs[0])
+            return None if dims is None else np.array(int(np.prod(dims)), dtype=np.int64)
+        if node.op_type not in _FOLDABLE or len(node.outputs) != 1:
+            return None
+        if node.op_type in ("Gather", "Slice"):
+            picked = _pick_from_shape(self, node, depth)
+            if picked is not None:
+                return picked
+        feeds: dict[str, np.ndarray] = {}
+        for v in node.inputs:
+            if v is None:
+                continue
+            array = self._value(v, depth + 1)
+            if array is None or not v.name:
+                return None
+            feeds[v.name] = array
+        return _run(node, feeds, self.opset_of(node))
+
+
+def _known_dims(value: ir.Value | None) -> list[int] | None:
+    if value is None or value.shape is None:
+        return None
+    dims = list(value.shape)
+    return dims if all(isinstance(d, int) for d in dims) else None  # type: ignore[return-value]
+
+
+def _shape_range(node: ir.Node, rank: int) -> tuple[int, int]:
+    start = node.attributes.get_int("start", 0)
+    end = node.attributes.get_int("end", rank)
+    start = min(max(start + rank if start < 0 else start, 0), rank)
+    end = min(max(end + rank if end < 0 else end, 0), rank)
+    return start, end
+
+
+def _shape_of(node: ir.Node) -> np.ndarray | None:
+    dims = _known_dims(node.inputs[0])
+    if dims is None:
+        return None
+    start, end = _shape_range(node, len(dims))
+    return np.array(dims[start:end], dtype=np.int64)
+
+
+def _pick_from_shape(evaluator: ConstantEvaluator, node: ir.Node, depth: int) -> np.ndarray | None:
+    """``Gather``/``Slice`` of ``Shape(x)`` when the dims it selects are known numbers."""
+    source = node.inputs[0]
+    shape_node = source.producer() if source is not None else None
+    if shape_node is None or shape_node.op_type != "Shape" or shape_node.inputs[0] is None:
+        return None
+    shape = shape_node.inputs[0].shape
+    if shape is None:
+        return None
+    start, end = _shape_range(shape_node, len(shape))
+    dims = list(shape)[start:end]
+    marked = np.array([d if isinstance(d, int) else -1 for d in dims], dtype=np.int64)
+    positions = np.arange(len(dims), dtype=np.int64)
+    feeds: dict[str, np.ndarray] = {}
+    for index, v in enumerate(node.inputs):
+        if v is None:
+            continue
+        if index == 0:
+            feeds[v.name or ""] = positions
+            continue
+        array = evaluator._value(v, depth + 1)
+        if array is None or not v.name:
+            return None
+        feeds[v.name] = array
+    if not all(feeds):
+        return None
+    picked = _run(node, feeds, evaluator.opset_of(node))
+    if picked is None or picked.dtype != np.int64:
+        return None
+    result = marked[picked]
+    return None if (result < 0).any() else result
+
+
+def _run(node: ir.Node, feeds: dict[str, np.ndarray], opset: int) -> np.ndarray | None:
+    out = node.outputs[0]
+    if not out.name:
+        return None
+    try:
+        proto = ir.serde.serialize_node(node)
+        inputs = [
+            onnx.helper.make_tensor_value_info(
+                name, onnx.helper.np_dtype_to_tensor_dtype(array.dtype), array.shape
+            )
+            for name, array in feeds.items()
+        ]
+        graph = onnx.helper.make_graph(
+            [proto], "fold", inputs, [onnx.helper.make_empty_tensor_value_info(out.name)]
+        )
+        model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)])
+        (result,) = ReferenceEvaluator(model).run(None, feeds)
+    except Exception:
+        return None
+    array = np.asarray(result)
+    return array if array.size <= MAX_ELEMENTS else None
