@@ -17,7 +17,9 @@ import onnx_ir as ir
 
 from seqpasses.sequence import constant_array
 
-__all__ = ["ShapeOracle"]
+__all__ = ["ShapeOracle", "TypeAndShape"]
+
+TypeAndShape = tuple[ir.TypeProtocol | None, ir.Shape | None]
 
 _MAX_CONST_ELEMENTS = 4096
 
@@ -102,30 +104,42 @@ class ShapeOracle:
                 self._infer_node(node)
 
     def _infer_node(self, node: ir.Node) -> None:
+        inputs = [(v.type, v.shape) if v is not None else None for v in node.inputs]
+        for out, (type_, shape) in zip(node.outputs, self.infer(node, inputs), strict=True):
+            if out.type is None:
+                out.type = type_
+            if out.shape is None:
+                out.shape = shape
+
+    def infer(self, node: ir.Node, inputs: list[TypeAndShape | None]) -> list[TypeAndShape]:
+        """The types and shapes of ``node``'s outputs for inputs of the given types and shapes.
+
+        Unknown outputs are ``(None, None)``; nothing is stored on the values.
+        """
+        unknown: list[TypeAndShape] = [(None, None)] * len(node.outputs)
         if node.domain not in ("", "ai.onnx") or node.op_type in ("Loop", "If", "Scan"):
-            return
-        source = node.inputs[0] if node.inputs else None
-        if node.op_type in _SAME_AS_INPUT and source is not None and len(node.outputs) == 1:
-            out = node.outputs[0]
-            if isinstance(source.type, ir.TensorType):
-                out.type = out.type or source.type
-                if out.shape is None and source.shape is not None:
-                    out.shape = ir.Shape(list(source.shape))
-                return
-        if any(v is not None and v.type is None for v in node.inputs):
-            return
+            return unknown
+        first = inputs[0] if inputs else None
+        if (
+            node.op_type in _SAME_AS_INPUT
+            and first is not None
+            and len(node.outputs) == 1
+            and isinstance(first[0], ir.TensorType)
+        ):
+            return [(first[0], ir.Shape(list(first[1])) if first[1] is not None else None)]
+        pairs = list(zip(node.inputs, inputs, strict=True))
+        if any(v is not None and (t is None or t[0] is None) for v, t in pairs):
+            return unknown
         try:
             schema = onnx.defs.get_schema(node.op_type, self.opset, "")
             proto = ir.serde.serialize_node(node)
-            types = {
-                v.name: ir.serde.serialize_value(v).type
-                for v in node.inputs
-                if v is not None and v.name
-            }
+            types = {}
             data: dict[str, onnx.TensorProto] = {}
-            for v in node.inputs:
-                if v is None or not v.name:
+            for v, given in zip(node.inputs, inputs, strict=True):
+                if v is None or not v.name or given is None:
                     continue
+                probe = ir.Value(name=v.name, type=given[0], shape=given[1])
+                types[v.name] = ir.serde.serialize_value(probe).type
                 if v.is_graph_input():
                     continue
                 array = self.constant(v) if self.constant is not None else constant_array(v)
@@ -136,12 +150,17 @@ class ShapeOracle:
                 schema, proto, types, data, opset_imports=opsets
             )
         except Exception:
-            return
+            return unknown
+        result: list[TypeAndShape] = []
         for out in node.outputs:
             type_proto = inferred.get(out.name or "")
             if type_proto is None:
+                result.append((None, None))
                 continue
-            if out.type is None:
-                out.type = ir.serde.deserialize_type_proto_for_type(type_proto)
-            if out.shape is None:
-                out.shape = ir.serde.deserialize_type_proto_for_shape(type_proto)
+            result.append(
+                (
+                    ir.serde.deserialize_type_proto_for_type(type_proto),
+                    ir.serde.deserialize_type_proto_for_shape(type_proto),
+                )
+            )
+        return result

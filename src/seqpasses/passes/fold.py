@@ -105,6 +105,9 @@ class Folder:
         self.rewrote = False
         self.counter = 0
         self.main_opset = 0
+        # values whose shape departs from what the spec (and so an exporter's declared shapes
+        # downstream) says: SplitToSequence chunks squeezed as ONNX Runtime and PyTorch do
+        self.diverged: list[ir.Value] = []
 
     # -- walking ---------------------------------------------------------------------------
 
@@ -116,6 +119,38 @@ class Folder:
             own = function.opset_imports.get("", function.opset_imports.get("ai.onnx", opset))
             oracle = ShapeOracle(own, self.constant)
             self.run_graph(Scope(function, f"function {function.name}", own, oracle))
+        self._repair_declared_shapes()
+
+    def _repair_declared_shapes(self) -> None:
+        """Re-infer what depends on a diverged value; a declared shape it contradicts (written
+        by an exporter that followed the spec) gets the computed one, so the checker passes."""
+        work = list(self.diverged)  # a node is inferred again each time an input changes
+        while work and not self.analyze_only:
+            value = work.pop()
+            for use in value.uses():
+                node = use.node
+                if node.domain not in _DEFAULT_DOMAINS:
+                    continue
+                oracle = ShapeOracle(self._opset_of(node), self.constant)
+                for v in node.inputs:
+                    if v is not None and v.type is None:
+                        oracle.shape(v)  # untyped constants and the like
+                inputs = [(v.type, v.shape) if v is not None else None for v in node.inputs]
+                for out, (type_, shape) in zip(
+                    node.outputs, oracle.infer(node, inputs), strict=True
+                ):
+                    if shape is None or (
+                        out.shape is not None and not contradicts(out.shape, shape)
+                    ):
+                        continue
+                    if out.shape is not None:
+                        self.report.notes.append(
+                            f"'{out.name}': declared shape {_shape_text(out.shape)} follows the "
+                            f"spec's SplitToSequence; computed {_shape_text(shape)} is declared"
+                        )
+                    out.type = out.type or type_
+                    out.shape = shape
+                    work.append(out)
 
     def run_graph(self, scope: Scope) -> None:
         self.opsets[id(scope.graph)] = scope.opset
@@ -563,6 +598,7 @@ def _split_to_sequence(f: Folder, node: ir.Node, scope: Scope) -> bool:
         detail += " (scalar split 1 with keepdims=0: follows ONNX Runtime/PyTorch; --strict-spec keeps the axis)"
     if squeeze and split is not None:
         f.report.notes.append(f"SplitToSequence '{node.name}': {detail}")
+        f.diverged.extend(parts)
     return f.applied("split-to-sequence", node, detail)
 
 

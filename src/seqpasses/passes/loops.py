@@ -28,26 +28,91 @@ from seqpasses.passes.control import inline_graph
 from seqpasses.passes.fold import TRANSFER, Folder, Scope
 from seqpasses.report import SEQUENCE_OPS
 from seqpasses.sequence import StaticSequence
+from seqpasses.shapes import TypeAndShape
 
 __all__: list[str] = []
 
 _READERS = frozenset({"ConcatFromSequence", "SequenceLength", "SequenceAt"})
 
 
-def _stable_shape(f: Folder, scope: Scope, value: ir.Value) -> ir.Shape | None:
-    shape = scope.shapes.shape(value)
+def _stable(f: Folder, shape: ir.Shape | None) -> bool:
+    """Whether ``shape`` is the same wherever it is met: numbers and the inputs' dim names."""
     if shape is None:
-        return None
-    for dim in shape:
-        if isinstance(dim, int):
-            continue
-        if (
-            not isinstance(dim, ir.SymbolicDim)
-            or dim.value is None
-            or dim.value not in f.input_dims
-        ):
-            return None
-    return shape
+        return False
+    return all(
+        isinstance(d, int)
+        or (isinstance(d, ir.SymbolicDim) and d.value is not None and d.value in f.input_dims)
+        for d in shape
+    )
+
+
+def _body_shapes(
+    scope: Scope, body: ir.Graph, carried: list[TypeAndShape | None]
+) -> dict[ir.Value, TypeAndShape]:
+    """Types and shapes of the body's values, inferred afresh from the given carried inputs
+    (declared shapes inside the body are not trusted: exporters write guesses there)."""
+    known: dict[ir.Value, TypeAndShape] = {
+        body.inputs[0]: (ir.TensorType(ir.DataType.INT64), ir.Shape([])),
+        body.inputs[1]: (ir.TensorType(ir.DataType.BOOL), ir.Shape([])),
+    }
+    for value, given in zip(body.inputs[2:], carried, strict=True):
+        known[value] = given if given is not None else (value.type, None)
+    for node in body:
+        inputs: list[TypeAndShape | None] = []
+        for v in node.inputs:
+            if v is None:
+                inputs.append(None)
+            elif v in known:
+                inputs.append(known[v])
+            elif v.graph is body:
+                inputs.append((None, None))
+            else:  # from an enclosing scope: its shape holds for every iteration
+                inputs.append((v.type, scope.shapes.shape(v)))
+        known.update(zip(node.outputs, scope.shapes.infer(node, inputs), strict=True))
+    return known
+
+
+def _appended_shape(
+    f: Folder, scope: Scope, node: ir.Node, body: ir.Graph, tensor: ir.Value
+) -> ir.Shape | None:
+    """The shape ``tensor`` has in every iteration, proven by induction, or None.
+
+    Each loop-carried tensor is assumed to keep its initial shape; the body is inferred under
+    that assumption, and an assumption its own output does not reproduce is dropped (that
+    value's shape is then unknown) until the assumptions hold.
+    """
+    if tensor.graph is not body:
+        shape = scope.shapes.shape(tensor)
+        return shape if _stable(f, shape) else None
+    carried: list[TypeAndShape | None] = []
+    for initial in node.inputs[2:]:
+        shape = scope.shapes.shape(initial) if initial is not None else None
+        usable = initial is not None and isinstance(initial.type, ir.TensorType)
+        carried.append((initial.type, shape) if usable and _stable(f, shape) else None)
+    while True:
+        known = _body_shapes(scope, body, carried)
+        broken = [
+            j
+            for j, given in enumerate(carried)
+            if given is not None and not _same(known.get(body.outputs[1 + j]), given)
+        ]
+        if not broken:
+            type_, shape = known.get(tensor, (None, None))
+            if tensor.type is None:
+                tensor.type = type_
+            return shape if _stable(f, shape) else None
+        for j in broken:
+            carried[j] = None
+
+
+def _same(a: TypeAndShape | None, b: TypeAndShape) -> bool:
+    if a is None or a[1] is None or b[1] is None or a[0] != b[0]:
+        return False
+    return [_dim_key(d) for d in a[1]] == [_dim_key(d) for d in b[1]]
+
+
+def _dim_key(dim: object) -> object:
+    return dim if isinstance(dim, int) else getattr(dim, "value", None) or object()
 
 
 def _append_pattern(body: ir.Graph, j: int) -> tuple[ir.Node, ir.Value] | None:
@@ -216,7 +281,7 @@ def _try_scan_output(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph, j: 
     if found is None:
         return False
     insert, tensor = found
-    shape = _stable_shape(f, scope, tensor)
+    shape = _appended_shape(f, scope, node, body, tensor)
     if shape is None:
         f.reasons[node] = "appended element's shape is not provably the same every iteration"
         return False
