@@ -86,9 +86,12 @@ def _appended_shape(
         return shape if _stable(f, shape) else None
     carried: list[TypeAndShape | None] = []
     for initial in node.inputs[2:]:
-        shape = scope.shapes.shape(initial) if initial is not None else None
-        usable = initial is not None and isinstance(initial.type, ir.TensorType)
-        carried.append((initial.type, shape) if usable and _stable(f, shape) else None)
+        if initial is None:
+            carried.append(None)
+            continue
+        shape = scope.shapes.shape(initial)
+        usable = isinstance(initial.type, ir.TensorType) and _stable(f, shape)
+        carried.append((initial.type, shape) if usable else None)
     while True:
         known = _body_shapes(scope, body, carried)
         broken = [
