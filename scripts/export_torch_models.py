@@ -1,8 +1,10 @@
 """Export small PyTorch modules that build and read lists, with both of torch's exporters.
 
-Writes, for each export, ``sample_models/torch/<name>.onnx`` and ``<name>.npz`` holding the
-inputs (``input:<name>``) and PyTorch's own outputs (``output:<k>``), so that the tests can
-check seqpasses against PyTorch's numbers without torch installed. Run from the repository
+Writes, for each export, ``sample_models/torch/<name>.onnx`` and ``<name>.npz`` holding, for
+each run ``k``, the inputs (``run<k>.input:<name>``) and PyTorch's own outputs
+(``run<k>.output:<i>``), so that the tests can check seqpasses against PyTorch's numbers
+without torch installed. Run 0 is the export's sample input; modules with run-time trip
+counts get more runs with other lengths. Run from the repository
 root with torch installed (``pip install torch==2.13.0``):
 
     python scripts/export_torch_models.py [OUTDIR]
@@ -135,11 +137,12 @@ class RnnCell(nn.Module):
 
 
 class LoopReadsList(nn.Module):
-    """A constant-trip-count loop whose body reads the list it grows (l[-1], len(l))."""
+    """A loop whose body reads the list it grows (l[-1], len(l)); its trip count is a dim of
+    the input, static in the export (TorchScript itself unrolls ``range(<literal>)``)."""
 
     def forward(self, x: Tensor) -> Tensor:
         items = [x]
-        for _ in range(3):
+        for _ in range(x.size(0)):
             items.append(items[-1] * 2.0 + float(len(items)))
         return torch.cat(items, 0)
 
@@ -162,6 +165,7 @@ class Case:
     input_names: list[str]
     dynamo: bool  # also export with the dynamo exporter
     dynamic_axes: dict[str, dict[int, str]] | None = None
+    more: tuple[tuple[Tensor, ...], ...] = ()  # more runs (TorchScript export only)
 
 
 def _cases() -> list[Case]:
@@ -179,6 +183,7 @@ def _cases() -> list[Case]:
             ["x"],
             False,
             {"x": {0: "n"}},
+            ((rand(1, 3),), (rand(8, 3),)),
         ),
         Case(
             "append_data_dependent",
@@ -186,6 +191,7 @@ def _cases() -> list[Case]:
             (rand(2, 3), torch.tensor(4)),
             ["x", "steps"],
             False,
+            more=((rand(2, 3), torch.tensor(1)), (rand(2, 3), torch.tensor(7))),
         ),
         Case("split_index", SplitIndex, (rand(3, 6),), ["x"], True),
         Case("split_sizes", SplitSizes, (rand(6, 2),), ["x"], True),
@@ -193,7 +199,15 @@ def _cases() -> list[Case]:
         Case("chunk_cat", ChunkCat, (rand(2, 9),), ["x"], True),
         Case("list_edits", ListEdits, (rand(2, 3), rand(2, 3)), ["x", "y"], False),
         Case("if_branch_lists", IfBranchLists, (rand(2, 3),), ["x"], False),
-        Case("rnn_cell", RnnCell, (rand(5, 2, 3),), ["x"], True, {"x": {0: "time"}}),
+        Case(
+            "rnn_cell",
+            RnnCell,
+            (rand(5, 2, 3),),
+            ["x"],
+            True,
+            {"x": {0: "time"}},
+            ((rand(1, 2, 3),), (rand(9, 2, 3),)),
+        ),
         Case("loop_reads_list", LoopReadsList, (rand(2, 3),), ["x"], True),
         Case("unbind_loop_stack", UnbindLoopStack, (rand(4, 3),), ["x"], True),
     ]
@@ -205,19 +219,27 @@ def _outputs(result: object) -> list[np.ndarray]:
 
 
 def _save(
-    out_dir: Path, name: str, model: onnx.ModelProto, case: Case, expected: list[np.ndarray]
+    out_dir: Path,
+    name: str,
+    model: onnx.ModelProto,
+    case: Case,
+    runs: list[tuple[tuple[Tensor, ...], list[np.ndarray]]],
 ) -> None:
     model.producer_name = "pytorch"
     onnx.checker.check_model(model, full_check=True)
     onnx.save(model, out_dir / f"{name}.onnx")
-    arrays = {f"input:{n}": t.numpy() for n, t in zip(case.input_names, case.inputs, strict=True)}
-    arrays.update({f"output:{k}": a for k, a in enumerate(expected)})
+    arrays: dict[str, np.ndarray] = {}
+    for k, (inputs, expected) in enumerate(runs):
+        for input_name, tensor in zip(case.input_names, inputs, strict=True):
+            arrays[f"run{k}.input:{input_name}"] = tensor.numpy()
+        for i, array in enumerate(expected):
+            arrays[f"run{k}.output:{i}"] = array
     np.savez(out_dir / f"{name}.npz", **arrays)  # type: ignore[arg-type]
 
 
 def export_torchscript(case: Case, out_dir: Path) -> str:
     module = torch.jit.script(case.make().eval())
-    expected = _outputs(module(*case.inputs))
+    runs = [(inputs, _outputs(module(*inputs))) for inputs in (case.inputs, *case.more)]
     path = out_dir / f"ts_{case.name}.onnx"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -230,7 +252,7 @@ def export_torchscript(case: Case, out_dir: Path) -> str:
             input_names=case.input_names,
             dynamic_axes=case.dynamic_axes,
         )
-    _save(out_dir, f"ts_{case.name}", onnx.load(path), case, expected)
+    _save(out_dir, f"ts_{case.name}", onnx.load(path), case, runs)
     return f"ts_{case.name}"
 
 
@@ -243,7 +265,7 @@ def export_dynamo(case: Case, out_dir: Path) -> str:
             module, case.inputs, dynamo=True, opset_version=18, input_names=case.input_names
         )
     assert program is not None
-    _save(out_dir, f"dynamo_{case.name}", program.model_proto, case, expected)
+    _save(out_dir, f"dynamo_{case.name}", program.model_proto, case, [(case.inputs, expected)])
     return f"dynamo_{case.name}"
 
 

@@ -1,0 +1,100 @@
+"""Real PyTorch exports (sample_models/torch, made by scripts/export_torch_models.py).
+
+Each model is optimized and must end with no sequence op, pass ONNX's full checker, and give
+PyTorch's own outputs (stored beside it) under ONNX Runtime and onnx.reference, for every
+stored run, including runs with other trip counts than the export's sample. Torch is not
+needed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx.reference import ReferenceEvaluator
+
+import seqpasses
+from helpers import SAMPLES, op_counts, run_cli, sequence_op_count
+from seqpasses.verify import REFERENCE_OVERRIDES
+
+TORCH = SAMPLES / "torch"
+MODELS = sorted(TORCH.glob("*.onnx"))
+
+# What each TorchScript export needs done beyond straight-line folding.
+EXPECTED_REWRITES = {
+    "ts_append_dynamic_cat": "loop-append-to-scan-output",
+    "ts_append_data_dependent": "loop-append-to-scan-output",
+    "ts_rnn_cell": "loop-append-to-scan-output",
+    "ts_loop_reads_list": "loop-unroll",
+    "ts_unbind_loop_stack": "loop-unroll",
+    "ts_if_branch_lists": "if-static-sequences",
+    "ts_chunk_cat": "split-to-sequence",
+    "ts_list_edits": "concat-from-sequence-new-axis",
+}
+
+
+def _runs(path: Path) -> list[tuple[dict[str, np.ndarray], list[np.ndarray]]]:
+    data = np.load(path.with_suffix(".npz"))
+    runs = []
+    k = 0
+    while f"run{k}.output:0" in data:
+        prefix = f"run{k}."
+        feeds = {
+            key.split(":", 1)[1]: data[key]
+            for key in data.files
+            if key.startswith(prefix + "input:")
+        }
+        count = sum(1 for key in data.files if key.startswith(prefix + "output:"))
+        runs.append((feeds, [data[f"{prefix}output:{i}"] for i in range(count)]))
+        k += 1
+    return runs
+
+
+def _assert_matches(got: list[object], expected: list[np.ndarray], what: str) -> None:
+    assert len(got) == len(expected), what
+    for index, (value, want) in enumerate(zip(got, expected, strict=True)):
+        array = np.asarray(value)
+        assert array.shape == want.shape, f"{what}: output {index} shape {array.shape}"
+        np.testing.assert_allclose(array, want, rtol=1e-5, atol=1e-6, err_msg=what)
+
+
+def test_there_are_exports_of_both_kinds() -> None:
+    names = [p.stem for p in MODELS]
+    assert sum(n.startswith("ts_") for n in names) >= 10
+    assert sum(n.startswith("dynamo_") for n in names) >= 5
+
+
+@pytest.mark.parametrize("path", MODELS, ids=[p.stem for p in MODELS])
+def test_export_ends_without_sequence_ops_and_matches_pytorch(path: Path) -> None:
+    model = onnx.load(path)
+    report = seqpasses.Report()
+    optimized = seqpasses.optimize(model, report=report)
+
+    assert sequence_op_count(optimized) == 0, [(r.op_type, r.detail) for r in report.left]
+    onnx.checker.check_model(optimized, full_check=True)
+    wanted = EXPECTED_REWRITES.get(path.stem)
+    if wanted is not None:
+        assert wanted in {r.rule for r in report.rewrites}
+    if wanted == "loop-unroll":
+        assert "Loop" not in op_counts(optimized)
+
+    runs = _runs(path)
+    assert runs
+    before = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    after = ort.InferenceSession(optimized.SerializeToString(), providers=["CPUExecutionProvider"])
+    reference = ReferenceEvaluator(optimized, new_ops=list(REFERENCE_OVERRIDES))
+    for k, (feeds, expected) in enumerate(runs):
+        _assert_matches(before.run(None, feeds), expected, f"original, run {k}")
+        _assert_matches(after.run(None, feeds), expected, f"onnxruntime, run {k}")
+        _assert_matches(reference.run(None, feeds), expected, f"onnx.reference, run {k}")
+
+
+def test_rnn_export_through_the_cli_with_check(tmp_path: Path) -> None:
+    out = tmp_path / "rnn.onnx"
+    result = run_cli("optimize", TORCH / "ts_rnn_cell.onnx", "-o", out, "--check")
+    assert result.returncode == 0, result.stderr
+    assert "sequence ops: 3 -> 0" in result.stdout
+    assert sequence_op_count(onnx.load(out)) == 0
