@@ -9,7 +9,7 @@ from pathlib import Path
 import onnx
 import pytest
 
-from helpers import SAMPLES, run_cli, sequence_op_count
+from helpers import SAMPLES, op_counts, run_cli, sequence_op_count
 
 SAMPLE = SAMPLES / "concat_from_sequence_new_axis.onnx"
 
@@ -178,3 +178,33 @@ def test_passes_lists_the_rewrite_groups_and_unknown_names_are_rejected(tmp_path
     bad = run_cli("optimize", SAMPLE, "-o", tmp_path / "o.onnx", "--skip", "nope")
     assert bad.returncode == 2 and "unknown pass nope" in bad.stderr
     assert not (tmp_path / "o.onnx").exists()
+
+
+def test_skip_and_only_reach_the_passes(tmp_path: Path) -> None:
+    rnn = SAMPLES / "torch" / "ts_rnn_cell.onnx"
+    default = run_cli("optimize", rnn, "-o", tmp_path / "a.onnx", "-q")
+    skipped = run_cli("optimize", rnn, "-o", tmp_path / "b.onnx", "--skip", "loop-scan")
+    # the loop rewrite needs the sequence-ops group to know the list starts empty
+    only = run_cli(
+        "optimize", rnn, "-o", tmp_path / "c.onnx", "--only", "sequence-ops", "--only", "loop-scan"
+    )
+    assert default.returncode == skipped.returncode == only.returncode == 0
+    assert sequence_op_count(onnx.load(tmp_path / "a.onnx")) == 0
+    assert sequence_op_count(onnx.load(tmp_path / "b.onnx")) == 3
+    assert sequence_op_count(onnx.load(tmp_path / "c.onnx")) == 0
+
+
+def test_max_unroll_bounds_unrolling_and_says_why(tmp_path: Path) -> None:
+    model = SAMPLES / "torch" / "ts_loop_reads_list.onnx"  # a Loop of 2 iterations reading l[-1]
+    unrolled = run_cli("optimize", model, "-o", tmp_path / "a.onnx", "-v")
+    assert unrolled.returncode == 0
+    assert "rewrite loop-unroll: Loop '/Loop' 2 iterations" in unrolled.stdout
+    out = onnx.load(tmp_path / "a.onnx")
+    assert sequence_op_count(out) == 0 and "Loop" not in op_counts(out)
+
+    kept = run_cli("optimize", model, "-o", tmp_path / "b.onnx", "--max-unroll", "1")
+    assert kept.returncode == 0
+    assert "trip count 2 is above --max-unroll 1" in kept.stdout
+    assert sequence_op_count(onnx.load(tmp_path / "b.onnx")) > 0
+    inspect = run_cli("inspect", model)
+    assert inspect.stdout.splitlines()[-1] == "5 sequence ops: 5 would be removed, 0 left"

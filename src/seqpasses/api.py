@@ -25,15 +25,21 @@ def optimize_ir(
     report: Report | None = None,
     skip: Iterable[str] = (),
     only: Iterable[str] | None = None,
+    max_unroll: int = 64,
 ) -> ir.Model:
     """Optimize ``model`` in place and return it; fill ``report`` when given.
 
-    ``skip``/``only`` name rewrite groups of :data:`seqpasses.REWRITES` to switch off / keep.
+    ``skip``/``only`` name rewrite groups of :data:`seqpasses.REWRITES` to switch off / keep;
+    ``max_unroll`` is the largest constant trip count a Loop that reads a sequence is
+    unrolled for.
     """
     report = report if report is not None else Report()
     report.ops_before = count_ops(model)
     options = FoldOptions(
-        freeze_inputs=freeze_inputs, strict_spec=strict_spec, disabled=select_rewrites(skip, only)
+        freeze_inputs=freeze_inputs,
+        strict_spec=strict_spec,
+        disabled=select_rewrites(skip, only),
+        max_unroll=max_unroll,
     )
     start = time.perf_counter()
     # The walk allocates many small objects and frees none in cycles: the cyclic collector
@@ -59,6 +65,7 @@ def optimize(
     report: Report | None = ...,
     skip: Iterable[str] = ...,
     only: Iterable[str] | None = ...,
+    max_unroll: int = ...,
 ) -> onnx.ModelProto: ...
 
 
@@ -71,6 +78,7 @@ def optimize(
     report: Report | None = ...,
     skip: Iterable[str] = ...,
     only: Iterable[str] | None = ...,
+    max_unroll: int = ...,
 ) -> ir.Model: ...
 
 
@@ -83,6 +91,7 @@ def optimize(
     report: Report | None = ...,
     skip: Iterable[str] = ...,
     only: Iterable[str] | None = ...,
+    max_unroll: int = ...,
 ) -> onnx.ModelProto: ...
 
 
@@ -94,6 +103,7 @@ def optimize(
     report: Report | None = None,
     skip: Iterable[str] = (),
     only: Iterable[str] | None = None,
+    max_unroll: int = 64,
 ) -> onnx.ModelProto | ir.Model:
     """Remove every sequence op whose sequence is known before run time.
 
@@ -111,6 +121,7 @@ def optimize(
         "report": report,
         "skip": skip,
         "only": only,
+        "max_unroll": max_unroll,
     }
     if isinstance(model, ir.Model):
         return optimize_ir(model, **kwargs)

@@ -10,17 +10,19 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import onnx_ir as ir
 
 from seqpasses import __version__
 from seqpasses.api import optimize_ir
+from seqpasses.batch import run_batch
 from seqpasses.inference import fill_shapes_in_place, shape_facts
 from seqpasses.io import BadInputError, load_model, save_model, uses_external_data
 from seqpasses.passes.fold import REWRITES, select_rewrites
 from seqpasses.report import SEQUENCE_OPS, Report, all_nodes
-from seqpasses.verify import verify
+from seqpasses.verify import VerifyReport, verify
 
 __all__ = ["main"]
 
@@ -33,9 +35,34 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"seqpasses {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    opt = commands.add_parser("optimize", help="fold and lower sequence ops in a model")
-    opt.add_argument("input", type=Path, help="the .onnx model to optimize")
-    opt.add_argument("-o", "--output", type=Path, required=True, help="where to write the result")
+    opt = commands.add_parser(
+        "optimize",
+        help="fold and lower sequence ops in a model, or in every model under a folder",
+    )
+    opt.add_argument("input", type=Path, help="the .onnx model to optimize, or a folder of models")
+    opt.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        required=True,
+        help="where to write the result (a folder when the input is one; same layout)",
+    )
+    opt.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="folder input: optimize N models at a time, in separate processes (default 1)",
+    )
+    opt.add_argument(
+        "--max-unroll",
+        type=int,
+        default=64,
+        metavar="N",
+        help="unroll a Loop that reads a sequence when its constant trip count is <= N "
+        "(default 64; 0 never unrolls)",
+    )
     opt.add_argument(
         "--check",
         action="store_true",
@@ -97,6 +124,7 @@ def _parser() -> argparse.ArgumentParser:
     ins.add_argument("input", type=Path, help="the .onnx model")
     ins.add_argument("--freeze-inputs", action="store_true")
     ins.add_argument("--strict-spec", action="store_true")
+    ins.add_argument("--max-unroll", type=int, default=64, metavar="N")
     shp = commands.add_parser(
         "shapes", help="print the inferred type and shape of outputs and sequence values"
     )
@@ -150,7 +178,13 @@ def _inspect(args: argparse.Namespace) -> int:
     for index, node in enumerate(all_nodes(copy)):
         node.name = f"#{index}"  # positional names tie the copy's nodes back to the model's
     report = Report()
-    optimize_ir(copy, freeze_inputs=args.freeze_inputs, strict_spec=args.strict_spec, report=report)
+    optimize_ir(
+        copy,
+        freeze_inputs=args.freeze_inputs,
+        strict_spec=args.strict_spec,
+        report=report,
+        max_unroll=args.max_unroll,
+    )
     left = {r.node: r for r in report.left}
     rows = [("op", "node", "graph", "fate")]
     count = kept = 0
@@ -173,26 +207,53 @@ def _inspect(args: argparse.Namespace) -> int:
     return 0
 
 
-def _optimize(args: argparse.Namespace) -> int:
-    try:
-        select_rewrites(args.skip, args.only)
-    except ValueError as error:
-        raise BadInputError(str(error)) from None
-    if args.check_runs < 1:
-        raise BadInputError("--check-runs must be at least 1")
-    if not args.output.parent.exists():
-        raise BadInputError(f"{args.output.parent}: output folder does not exist")
-    if args.output.resolve() == args.input.resolve():
-        raise BadInputError(f"{args.output}: refusing to overwrite the input file")
+@dataclass(frozen=True)
+class Job:
+    """One model to optimize and the settings to do it with (picklable for worker processes)."""
+
+    input: Path
+    output: Path
+    check: bool = False
+    check_runs: int = 3
+    freeze_inputs: bool = False
+    strict_spec: bool = False
+    external_data: str | None = None
+    infer_shapes: bool = True
+    skip: tuple[str, ...] = ()
+    only: tuple[str, ...] | None = None
+    max_unroll: int = 64
+
+
+@dataclass
+class Outcome:
+    report: Report
+    verdict: VerifyReport | None  # None when --check was not asked for
+
+    @property
+    def written(self) -> bool:
+        return self.verdict is None or self.verdict.ok
+
+
+def run_job(job: Job) -> Outcome:
+    """Load, optimize, optionally check, and (unless the check failed) write one model.
+
+    Raises :class:`BadInputError` with a one-line message for anything wrong with the input.
+    """
     start = time.perf_counter()
-    model = load_model(args.input)
+    model = load_model(job.input)
     report = Report()
     report.timings["load"] = time.perf_counter() - start
-    original = ir.serde.serialize_model(model) if args.check else None
+    original = ir.serde.serialize_model(model) if job.check else None
     optimize_ir(
-        model, freeze_inputs=args.freeze_inputs, strict_spec=args.strict_spec, report=report
+        model,
+        freeze_inputs=job.freeze_inputs,
+        strict_spec=job.strict_spec,
+        report=report,
+        skip=job.skip,
+        only=job.only,
+        max_unroll=job.max_unroll,
     )
-    if not args.no_infer_shapes:
+    if job.infer_shapes:
         start = time.perf_counter()
         fill_shapes_in_place(model)
         report.timings["shapes"] = time.perf_counter() - start
@@ -202,22 +263,62 @@ def _optimize(args: argparse.Namespace) -> int:
         verdict = verify(
             original,
             ir.serde.serialize_model(model),
-            runs=args.check_runs,
-            strict_spec=args.strict_spec,
+            runs=job.check_runs,
+            strict_spec=job.strict_spec,
         )
         report.timings["check"] = time.perf_counter() - start
+        if not verdict.ok:
+            return Outcome(report, verdict)
+    start = time.perf_counter()
+    external = job.external_data
+    if external is None and uses_external_data(model):
+        external = ""
+    if external == "":
+        external = f"{job.output.name}.data"
+    save_model(model, job.output, external)
+    report.timings["save"] = time.perf_counter() - start
+    return Outcome(report, verdict)
+
+
+def _job(args: argparse.Namespace, source: Path, target: Path) -> Job:
+    return Job(
+        input=source,
+        output=target,
+        check=args.check,
+        check_runs=args.check_runs,
+        freeze_inputs=args.freeze_inputs,
+        strict_spec=args.strict_spec,
+        external_data=args.external_data,
+        infer_shapes=not args.no_infer_shapes,
+        skip=tuple(args.skip),
+        only=None if args.only is None else tuple(args.only),
+        max_unroll=args.max_unroll,
+    )
+
+
+def _optimize(args: argparse.Namespace) -> int:
+    try:
+        select_rewrites(args.skip, args.only)
+    except ValueError as error:
+        raise BadInputError(str(error)) from None
+    if args.check_runs < 1:
+        raise BadInputError("--check-runs must be at least 1")
+    if args.max_unroll < 0:
+        raise BadInputError("--max-unroll must be 0 or more")
+    if args.jobs < 1:
+        raise BadInputError("--jobs must be at least 1")
+    if args.output.resolve() == args.input.resolve():
+        raise BadInputError(f"{args.output}: refusing to overwrite the input")
+    if args.input.is_dir():
+        return run_batch(args, args.input, args.output)
+    if not args.output.parent.exists():
+        raise BadInputError(f"{args.output.parent}: output folder does not exist")
+    outcome = run_job(_job(args, args.input, args.output))
+    report, verdict = outcome.report, outcome.verdict
     if verdict is not None and not verdict.ok:
         print(f"seqpasses: check failed, no output written: {verdict.mismatch}", file=sys.stderr)
         _write_report(args, report, verdict.ok, str(verdict))
         return 1
-    start = time.perf_counter()
-    external = args.external_data
-    if external is None and uses_external_data(model):
-        external = ""
-    if external == "":
-        external = f"{args.output.name}.data"
-    save_model(model, args.output, external)
-    report.timings["save"] = time.perf_counter() - start
     _write_report(
         args,
         report,

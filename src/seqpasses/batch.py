@@ -1,0 +1,155 @@
+"""``seqpasses optimize DIR -o OUTDIR``: every ``.onnx`` under a folder, in parallel.
+
+Each model is one :class:`~seqpasses.cli.Job`, written at the same relative path under
+OUTDIR (its external data beside it). With ``--jobs N`` the jobs run in N worker processes.
+One bad model never stops the others: its failure is one line in the log and the summary,
+and the exit code is 1 when any model failed. Progress is a bar on a terminal and one plain
+line per model otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from seqpasses.io import BadInputError
+
+__all__ = ["ModelResult", "run_batch"]
+
+
+@dataclass
+class ModelResult:
+    """What happened to one model of a batch (plain data: it crosses process boundaries)."""
+
+    path: str  # relative to the input folder
+    ok: bool
+    error: str = ""
+    sequence_ops_before: int = 0
+    sequence_ops_after: int = 0
+    left: int = 0
+    seconds: float = 0.0
+    report: dict[str, Any] | None = None
+
+
+def _run_one(job: Any, relative: str) -> ModelResult:
+    from seqpasses.cli import run_job
+
+    start = time.perf_counter()
+    try:
+        job.output.parent.mkdir(parents=True, exist_ok=True)
+        outcome = run_job(job)
+    except BadInputError as error:
+        return ModelResult(relative, False, str(error), seconds=time.perf_counter() - start)
+    except Exception as error:  # one broken model must not stop the batch
+        message = f"internal error: {type(error).__name__}: {error}".splitlines()[0]
+        return ModelResult(relative, False, message, seconds=time.perf_counter() - start)
+    report = outcome.report
+    verdict = outcome.verdict
+    return ModelResult(
+        relative,
+        outcome.written,
+        ""
+        if outcome.written
+        else f"check failed, not written: {verdict.mismatch if verdict else ''}",
+        report.sequence_ops_before,
+        report.sequence_ops_after,
+        len(report.left),
+        time.perf_counter() - start,
+        report.as_dict(),
+    )
+
+
+class _Progress:
+    """A one-line bar on a terminal; plain lines (one per model) anywhere else."""
+
+    def __init__(self, total: int, quiet: bool, stream: TextIO, log: TextIO) -> None:
+        self.total = total
+        self.done = 0
+        self.quiet = quiet
+        self.stream = stream
+        self.log = log
+        self.bar = stream.isatty() and not quiet
+
+    def update(self, result: ModelResult) -> None:
+        self.done += 1
+        if self.bar:
+            width = 30
+            filled = width * self.done // self.total
+            name = result.path if len(result.path) <= 40 else "..." + result.path[-37:]
+            self.stream.write(
+                f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {name:<40}"
+            )
+            self.stream.flush()
+            if not result.ok:
+                self.stream.write(f"\r\x1b[K  FAIL {result.path}: {result.error}\n")
+        elif not self.quiet or not result.ok:
+            print(_line(result, self.done, self.total), file=self.log if result.ok else self.stream)
+
+    def close(self) -> None:
+        if self.bar:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+def _line(result: ModelResult, done: int, total: int) -> str:
+    count = f"[{done}/{total}]"
+    if not result.ok:
+        return f"{count} FAIL {result.path}: {result.error}"
+    return (
+        f"{count} ok   {result.path}: sequence ops {result.sequence_ops_before} -> "
+        f"{result.sequence_ops_after} ({result.seconds:.2f} s)"
+    )
+
+
+def run_batch(args: argparse.Namespace, source: Path, target: Path) -> int:
+    from seqpasses.cli import _job
+
+    if target.exists() and not target.is_dir():
+        raise BadInputError(f"{target}: the input is a folder, so the output must be one too")
+    if target.resolve().is_relative_to(source.resolve()):
+        raise BadInputError(f"{target}: the output folder must not be inside the input folder")
+    models = sorted(p for p in source.rglob("*.onnx") if p.is_file())
+    if not models:
+        raise BadInputError(f"{source}: no .onnx files under this folder")
+    target.mkdir(parents=True, exist_ok=True)
+    jobs = [
+        (_job(args, p, target / p.relative_to(source)), p.relative_to(source).as_posix())
+        for p in models
+    ]
+    progress = _Progress(len(jobs), args.quiet, sys.stderr, sys.stdout)
+    start = time.perf_counter()
+    results: list[ModelResult] = []
+    if args.jobs == 1:
+        for job, relative in jobs:
+            results.append(_run_one(job, relative))
+            progress.update(results[-1])
+    else:
+        with ProcessPoolExecutor(max_workers=min(args.jobs, len(jobs))) as pool:
+            futures = [pool.submit(_run_one, job, relative) for job, relative in jobs]
+            for future in as_completed(futures):
+                results.append(future.result())
+                progress.update(results[-1])
+    progress.close()
+    elapsed = time.perf_counter() - start
+    results.sort(key=lambda r: r.path)
+    failed = [r for r in results if not r.ok]
+    done = [r for r in results if r.ok]
+    summary = (
+        f"{len(results)} models: {len(done)} written, {len(failed)} failed; sequence ops "
+        f"{sum(r.sequence_ops_before for r in done)} -> {sum(r.sequence_ops_after for r in done)}"
+        f" in the written ones; {elapsed:.1f} s with {args.jobs} job(s)"
+    )
+    if args.report is not None:
+        data = {"summary": summary, "models": [asdict(r) for r in results]}
+        args.report.write_text(json.dumps(data, indent=2) + "\n")
+    if not args.quiet or failed:
+        print(summary)
+        for result in failed:
+            print(f"  failed: {result.path}: {result.error}")
+    return 1 if failed else 0

@@ -1,0 +1,126 @@
+"""``seqpasses optimize DIR -o OUTDIR``: layout, external data, jobs, progress, failures."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import onnx
+
+import seqpasses
+from helpers import SAMPLES, run_cli, sequence_op_count
+from test_external_data import _saved_with_external_data
+
+
+def _tree(root: Path) -> Path:
+    """A folder of models: nested, one with external data, one broken."""
+    source = root / "models"
+    (source / "nested" / "deeper").mkdir(parents=True)
+    shutil.copy(SAMPLES / "unbind_stack.onnx", source / "unbind_stack.onnx")
+    shutil.copy(SAMPLES / "split_edit_cat.onnx", source / "nested" / "split_edit_cat.onnx")
+    shutil.copy(SAMPLES / "torch" / "ts_rnn_cell.onnx", source / "nested" / "deeper" / "rnn.onnx")
+    _saved_with_external_data(source / "nested")
+    (source / "nested" / "broken.onnx").write_bytes(b"not a model")
+    (source / "notes.txt").write_text("not a model, not an .onnx file: ignored\n")
+    return source
+
+
+GOOD = [
+    "nested/big.onnx",
+    "nested/deeper/rnn.onnx",
+    "nested/split_edit_cat.onnx",
+    "unbind_stack.onnx",
+]
+
+
+def test_folder_keeps_layout_and_external_data_and_reports_failures(tmp_path: Path) -> None:
+    source = _tree(tmp_path)
+    out, report = tmp_path / "out", tmp_path / "batch.json"
+    result = run_cli("optimize", source, "-o", out, "--check", "--report", report)
+
+    assert result.returncode == 1  # one model failed ...
+    for relative in GOOD:  # ... and every other one was still written
+        model = onnx.load(out / relative)
+        onnx.checker.check_model(model, full_check=True)
+        assert sequence_op_count(model) == 0
+        assert seqpasses.verify(onnx.load(source / relative), model).ok
+    assert (out / "nested" / "big.onnx.data").stat().st_size == 64 * 32 * 4
+    assert not (out / "nested" / "broken.onnx").exists()
+    assert not (out / "notes.txt").exists()
+    assert "5 models: 4 written, 1 failed" in result.stdout
+    assert "failed: nested/broken.onnx: " in result.stdout
+    assert "not an ONNX model" in result.stderr and "Traceback" not in result.stderr
+    data = json.loads(report.read_text())
+    by_path = {m["path"]: m for m in data["models"]}
+    assert sorted(by_path) == sorted([*GOOD, "nested/broken.onnx"])
+    assert by_path["nested/broken.onnx"]["ok"] is False
+    assert by_path["nested/deeper/rnn.onnx"]["sequence_ops_before"] == 3
+    assert by_path["nested/deeper/rnn.onnx"]["sequence_ops_after"] == 0
+
+
+def test_parallel_jobs_write_the_same_bytes(tmp_path: Path) -> None:
+    source = _tree(tmp_path)
+    (source / "nested" / "broken.onnx").unlink()
+    one = run_cli("optimize", source, "-o", tmp_path / "one", "-q")
+    two = run_cli("optimize", source, "-o", tmp_path / "two", "--jobs", "2", "-q")
+    assert one.returncode == 0 and two.returncode == 0, one.stderr + two.stderr
+    assert one.stdout == "" and two.stdout == ""  # -q: nothing on success
+    for relative in GOOD:
+        assert (tmp_path / "one" / relative).read_bytes() == (
+            tmp_path / "two" / relative
+        ).read_bytes()
+
+
+def test_plain_lines_off_a_terminal_and_a_bar_on_one(tmp_path: Path) -> None:
+    source = _tree(tmp_path)
+    plain = run_cli("optimize", source, "-o", tmp_path / "plain")
+    assert "[1/5]" in plain.stdout and "\r" not in plain.stdout + plain.stderr
+    assert "ok   unbind_stack.onnx: sequence ops 4 -> 0" in plain.stdout
+
+    leader, follower = pty.openpty()  # a real terminal for stderr
+    command = [
+        sys.executable,
+        "-m",
+        "seqpasses",
+        "optimize",
+        str(source),
+        "-o",
+        str(tmp_path / "tty"),
+    ]
+    process = subprocess.run(
+        command, stdout=subprocess.PIPE, stderr=follower, timeout=120, check=False
+    )
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    bar = b"".join(chunks).decode()
+    assert process.returncode == 1
+    assert "\r[" in bar and "5/5" in bar
+    assert "FAIL nested/broken.onnx" in bar
+    assert b"[1/5]" not in process.stdout  # the bar replaces the per-model lines
+
+
+def test_folder_errors_are_one_line(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = run_cli("optimize", empty, "-o", tmp_path / "out")
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"seqpasses: error: {empty}: no .onnx files under this folder"
+    source = _tree(tmp_path)
+    inside = run_cli("optimize", source, "-o", source / "out")
+    assert inside.returncode == 2 and "must not be inside the input folder" in inside.stderr
+    jobs = run_cli("optimize", source, "-o", tmp_path / "o", "--jobs", "0")
+    assert jobs.returncode == 2 and "--jobs must be at least 1" in jobs.stderr
