@@ -24,7 +24,7 @@ import numpy as np
 import onnx_ir as ir
 
 from seqpasses.emit import Emitter
-from seqpasses.passes.control import inline_graph
+from seqpasses.passes.control import drop_subgraphs, inline_graph
 from seqpasses.passes.fold import TRANSFER, Folder, Scope
 from seqpasses.report import SEQUENCE_OPS
 from seqpasses.sequence import StaticSequence
@@ -271,6 +271,7 @@ def _unroll(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph) -> bool:
     for old, new in zip(node.outputs, finals, strict=True):
         f.state.pop(old, None)
         f.replace(old, new, scope)
+    drop_subgraphs(node)
     return f.applied("loop-unroll", node, f"{count} iterations")
 
 
@@ -296,7 +297,7 @@ def _try_scan_output(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph, j: 
         return False
 
     # -- the body: drop the carried sequence, emit the appended tensor as a scan output
-    if tensor.graph is not body or tensor.is_graph_input():
+    if tensor.graph is not body or tensor.is_graph_input() or tensor.is_graph_output():
         ident = ir.node("Identity", [tensor])
         body.insert_before(insert, ident)
         ident.outputs[0].type, ident.outputs[0].shape = tensor.type, tensor.shape
