@@ -47,6 +47,7 @@ __all__ = [
     "FoldOptions",
     "FoldSequencesPass",
     "analyze",
+    "label",
     "select_rewrites",
 ]
 
@@ -213,7 +214,7 @@ class Folder:
         producer = value.producer()
         if producer is None:
             return f"sequence '{value.name}' comes from an enclosing scope that is not static"
-        return f"sequence comes from {producer.op_type} '{producer.name}', not statically known"
+        return f"sequence comes from {label(producer)}, not statically known"
 
     def const_int(self, value: ir.Value) -> tuple[int | None, str]:
         """The integer a position input holds, or ``None`` and why not."""
@@ -348,7 +349,7 @@ class Folder:
             self.applied("canonical-sequence-input", node, f"input {index} as SequenceConstruct")
         for out in node.outputs:
             if out not in self.state and isinstance(out.type, ir.SequenceType | ir.OptionalType):
-                self.state[out] = Unknown(f"sequence produced by {node.op_type} '{node.name}'")
+                self.state[out] = Unknown(f"sequence produced by {label(node)}")
         if node.op_type in SEQUENCE_OPS and node not in self.reasons:
             self.reasons[node] = f"{node.op_type} is not statically resolvable here"
 
@@ -375,6 +376,11 @@ class Folder:
                     f"{len(seq)} elements",
                 )
             )
+
+
+def label(node: ir.Node) -> str:
+    """How reasons name a node: its op type, and its name when it has one."""
+    return f"{node.op_type} '{node.name}'" if node.name else node.op_type
 
 
 # -- transfer functions: one per op ----------------------------------------------------------
@@ -597,7 +603,7 @@ def _split_to_sequence(f: Folder, node: ir.Node, scope: Scope) -> bool:
     if squeeze and split is not None:
         detail += " (scalar split 1 with keepdims=0: follows ONNX Runtime/PyTorch; --strict-spec keeps the axis)"
     if squeeze and split is not None:
-        f.report.notes.append(f"SplitToSequence '{node.name}': {detail}")
+        f.report.notes.append(f"{label(node)}: {detail}")
         f.diverged.extend(parts)
     return f.applied("split-to-sequence", node, detail)
 

@@ -25,7 +25,7 @@ import onnx_ir as ir
 
 from seqpasses.emit import Emitter
 from seqpasses.passes.control import drop_subgraphs, inline_graph
-from seqpasses.passes.fold import TRANSFER, Folder, Scope
+from seqpasses.passes.fold import TRANSFER, Folder, Scope, label
 from seqpasses.report import SEQUENCE_OPS
 from seqpasses.sequence import StaticSequence
 from seqpasses.shapes import TypeAndShape
@@ -188,7 +188,7 @@ def _loop(f: Folder, node: ir.Node, scope: Scope) -> bool:
             return _unroll(f, node, scope, body)
         for read in reads:
             f.reasons[read] = (
-                f"{f.reasons.get(read, read.op_type)}; Loop '{node.name}' not unrolled: {why}"
+                f"{f.reasons.get(read, read.op_type)}; {label(node)} not unrolled: {why}"
             )
     if reads and "loop-scan" not in f.options.disabled:
         for j in range(carried):
