@@ -208,3 +208,38 @@ def test_max_unroll_bounds_unrolling_and_says_why(tmp_path: Path) -> None:
     assert sequence_op_count(onnx.load(tmp_path / "b.onnx")) > 0
     inspect = run_cli("inspect", model)
     assert inspect.stdout.splitlines()[-1] == "5 sequence ops: 5 would be removed, 0 left"
+
+
+def test_inspect_explains_a_loop_it_cannot_rewrite() -> None:
+    # positions and trip count known only at run time; the body reads the list it grows
+    result = run_cli("inspect", SAMPLES / "run_time_reads.onnx")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    body_read = next(line for line in lines if line.startswith("SequenceAt") and ".body" in line)
+    assert "carried by Loop" in body_read and "changes every iteration" in body_read
+    assert "trip count 'steps' is a graph input, known only at run time" in body_read
+    after = next(line for line in lines if line.startswith("ConcatFromSequence"))
+    assert "not unrolled: trip count 'steps'" in after
+    assert "not a scan output: the body does more with the list than append" in after
+    assert lines[-1].startswith("6 sequence ops: 2 would be removed, 4 left")
+
+
+def test_a_fault_of_seqpasses_is_one_line_and_exit_3(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # stands in for a bug in seqpasses' own passes (onnx and the file system stay real)
+    import seqpasses.cli
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("simulated fault")
+
+    monkeypatch.setattr(seqpasses.cli, "optimize_ir", broken)
+    out = tmp_path / "out.onnx"
+    code = seqpasses.cli.main(["optimize", str(SAMPLE), "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 3 and not out.exists()
+    assert len(err.splitlines()) == 1
+    assert "internal error" in err and "RuntimeError: simulated fault" in err
+    monkeypatch.setenv("SEQPASSES_TRACEBACK", "1")
+    with pytest.raises(RuntimeError, match="simulated fault"):
+        seqpasses.cli.main(["inspect", str(SAMPLE)])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -372,6 +373,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as error:  # a fault of seqpasses itself, not of the input
+        if os.environ.get("SEQPASSES_TRACEBACK"):
+            raise
+        where = getattr(args, "input", None)
+        print(
+            f"seqpasses: internal error{f' on {where}' if where else ''}: "
+            f"{type(error).__name__}: {error} (a bug in seqpasses: please report it; "
+            "SEQPASSES_TRACEBACK=1 shows the traceback)",
+            file=sys.stderr,
+        )
+        return 3
     return 2
 
 

@@ -98,6 +98,9 @@ class Folder:
         self.state: dict[ir.Value, StaticSequence | Unknown] = {}
         self.reasons: dict[ir.Node, str] = {}
         self.paths: dict[ir.Node, str] = {}
+        self.owners: dict[int, tuple[ir.Node, str]] = {}  # id(subgraph) -> (node, attribute)
+        self.functions: dict[int, str] = {}  # id(function body) -> the function's name
+        self.loop_reasons: dict[ir.Node, list[str]] = {}  # why a Loop's sequence stays
         self.created: set[ir.Node] = set()
         self.constants: dict[tuple[int, tuple[int, ...]], ir.Value] = {}
         self.squeezed: dict[ir.Value, tuple[ir.Value, int]] = {}
@@ -157,6 +160,7 @@ class Folder:
         self.opsets[id(scope.graph)] = scope.opset
         if isinstance(scope.graph, ir.Function):
             self.opsets[id(scope.graph.graph)] = scope.opset
+            self.functions[id(scope.graph.graph)] = scope.graph.name
         for node in list(scope.graph):
             self.visit(node, scope)
         self._canonicalize_outputs(scope)
@@ -186,6 +190,7 @@ class Folder:
 
     def _run_subgraph(self, graph: ir.Graph, scope: Scope, node: ir.Node, attr: str) -> None:
         name = node.name or node.op_type
+        self.owners[id(graph)] = (node, attr)
         self.run_graph(Scope(graph, f"{scope.path}/{name}.{attr}", scope.opset, scope.shapes))
 
     # -- helpers ---------------------------------------------------------------------------
@@ -210,11 +215,35 @@ class Folder:
         if isinstance(known, Unknown):
             return known.reason
         if value.is_graph_input():
-            return f"sequence '{value.name}' is a graph input"
+            return f"sequence '{value.name}' is {self.input_role(value)}"
         producer = value.producer()
         if producer is None:
             return f"sequence '{value.name}' comes from an enclosing scope that is not static"
-        return f"sequence comes from {label(producer)}, not statically known"
+        why = "; ".join(self.loop_reasons.get(producer, ()))
+        return f"sequence comes from {label(producer)}" + (
+            f" ({why})" if why else ", not statically known"
+        )
+
+    def input_role(self, value: ir.Value) -> str:
+        """What a graph input is, in words: the model's input or a body's (loop counter, ...)."""
+        owner = self.owners.get(id(value.graph))
+        if owner is None:
+            function = self.functions.get(id(value.graph))
+            return f"an input of function '{function}'" if function else "a graph input"
+        node, attr = owner
+        graph = value.graph
+        index = next((k for k, v in enumerate(graph.inputs) if v is value), -1) if graph else -1
+        if node.op_type == "Loop" and attr == "body":
+            if index == 0:
+                return f"the iteration number of {label(node)}"
+            if index == 1:
+                return f"the loop condition of {label(node)}"
+            return f"carried by {label(node)} (it changes every iteration)"
+        if node.op_type == "Scan" and attr == "body":
+            return f"a state or scanned slice of {label(node)}"
+        if node.op_type == "SequenceMap" and attr == "body":
+            return f"one element at a time of {label(node)}'s input"
+        return f"an input of {label(node)}'s {attr}"
 
     def const_int(self, value: ir.Value) -> tuple[int | None, str]:
         """The integer a position input holds, or ``None`` and why not."""
@@ -226,7 +255,10 @@ class Folder:
                     f"position '{value.name}' is an initializer that is also a graph input "
                     "(the caller may override it; --freeze-inputs treats it as constant)"
                 )
-            return None, f"position '{value.name}' is a graph input, known only at run time"
+            return (
+                None,
+                f"position '{value.name}' is {self.input_role(value)}, known only at run time",
+            )
         array = self.constant(value)
         if array is None:
             return None, f"position '{value.name}' is known only at run time"

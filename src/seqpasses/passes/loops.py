@@ -186,6 +186,7 @@ def _loop(f: Folder, node: ir.Node, scope: Scope) -> bool:
         why = _unroll_blocker(f, node, body, scope.opset)
         if not why:
             return _unroll(f, node, scope, body)
+        f.loop_reasons.setdefault(node, []).append(f"not unrolled: {why}")
         for read in reads:
             f.reasons[read] = (
                 f"{f.reasons.get(read, read.op_type)}; {label(node)} not unrolled: {why}"
@@ -275,26 +276,46 @@ def _unroll(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph) -> bool:
     return f.applied("loop-unroll", node, f"{count} iterations")
 
 
-def _try_scan_output(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph, j: int) -> bool:
-    initial_value = node.inputs[2 + j]
-    initial = f.static(initial_value)
+def _scan_blocker(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph, j: int) -> str:
+    """Why carried value ``j`` cannot become a scan output (empty when it can)."""
+    initial = f.static(node.inputs[2 + j])
     final = node.outputs[j]
-    if initial is None or final.is_graph_output():
-        return False
+    if initial is None:
+        return "the list it starts from is not statically known"
+    if final.is_graph_output():
+        return "the final list is a graph output"
     found = _append_pattern(body, j)
     if found is None:
+        return "the body does more with the list than append one element at the back"
+    shape = _appended_shape(f, scope, node, body, found[1])
+    if shape is None:
+        return "the appended element's shape is not provably the same every iteration"
+    for use in final.uses():
+        reader = use.node
+        if reader.op_type not in _READERS or reader.graph is not scope.graph:
+            return f"the final list is read by {label(reader)}, which has no scan-output form"
+        why = _reader_ok(f, reader, shape, len(initial))
+        if why:
+            return f"{label(reader)}: {why}"
+    return ""
+
+
+def _try_scan_output(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph, j: int) -> bool:
+    """Turn carried sequence ``j`` into a scan output; when it cannot, say why in the Loop's
+    reason (what reads the final list then reports it)."""
+    why = _scan_blocker(f, node, scope, body, j)
+    if why:
+        if f.static(node.inputs[2 + j]) is not None:
+            f.loop_reasons.setdefault(node, []).append(f"not a scan output: {why}")
         return False
+    initial = f.static(node.inputs[2 + j])
+    found = _append_pattern(body, j)
+    assert initial is not None and found is not None
     insert, tensor = found
     shape = _appended_shape(f, scope, node, body, tensor)
-    if shape is None:
-        f.reasons[node] = "appended element's shape is not provably the same every iteration"
-        return False
+    assert shape is not None
     rank = len(shape)
-    readers = [use.node for use in final.uses()]
-    if any(r.op_type not in _READERS or r.graph is not scope.graph for r in readers):
-        return False
-    if any(_reader_ok(f, r, shape, len(initial)) for r in readers):
-        return False
+    readers = [use.node for use in node.outputs[j].uses()]
 
     # -- the body: drop the carried sequence, emit the appended tensor as a scan output
     if tensor.graph is not body or tensor.is_graph_input() or tensor.is_graph_output():
