@@ -133,3 +133,13 @@ g (float[2] a, float[2] b) => (float[4] y, bool h) {
     with pytest.raises(ValueError, match="unknown pass"):
         seqpasses.optimize(model, skip=["no-such-pass"])
     assert set(seqpasses.REWRITES) >= {"sequence-ops", "if-inline", "loop-scan"}
+
+
+@pytest.mark.parametrize("name", ["torch/ts_rnn_cell", "if_reads_list", "run_time_reads"])
+def test_op_counts_agree_on_a_model_proto_and_an_ir_model(name: str) -> None:
+    proto = onnx.load(SAMPLES / f"{name}.onnx")
+    counts = seqpasses.count_ops(proto)
+    assert counts == seqpasses.count_ops(ir.from_proto(proto))
+    assert seqpasses.count_sequence_ops(proto) == sequence_op_count(proto) > 0
+    if name == "torch/ts_rnn_cell":  # the Loop body's nodes are counted too
+        assert counts["SequenceInsert"] == 1 and counts["Loop"] == 1

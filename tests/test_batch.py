@@ -61,6 +61,9 @@ def test_folder_keeps_layout_and_external_data_and_reports_failures(tmp_path: Pa
     assert by_path["nested/broken.onnx"]["ok"] is False
     assert by_path["nested/deeper/rnn.onnx"]["sequence_ops_before"] == 3
     assert by_path["nested/deeper/rnn.onnx"]["sequence_ops_after"] == 0
+    totals = data["totals"]
+    assert (totals["models"], totals["written"], totals["failed"]) == (5, 4, 1)
+    assert totals["sequence_ops_before"] > totals["sequence_ops_after"]
 
 
 def test_parallel_jobs_write_the_same_bytes(tmp_path: Path) -> None:

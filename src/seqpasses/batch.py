@@ -140,13 +140,23 @@ def run_batch(args: argparse.Namespace, source: Path, target: Path) -> int:
     results.sort(key=lambda r: r.path)
     failed = [r for r in results if not r.ok]
     done = [r for r in results if r.ok]
+    before = sum(r.sequence_ops_before for r in done)
+    after = sum(r.sequence_ops_after for r in done)
     summary = (
         f"{len(results)} models: {len(done)} written, {len(failed)} failed; sequence ops "
-        f"{sum(r.sequence_ops_before for r in done)} -> {sum(r.sequence_ops_after for r in done)}"
-        f" in the written ones; {elapsed:.1f} s with {args.jobs} job(s)"
+        f"{before} -> {after} in the written ones; {elapsed:.1f} s with {args.jobs} job(s)"
     )
     if args.report is not None:
-        data = {"summary": summary, "models": [asdict(r) for r in results]}
+        totals = {
+            "models": len(results),
+            "written": len(done),
+            "failed": len(failed),
+            "sequence_ops_before": before,
+            "sequence_ops_after": after,
+            "seconds": elapsed,
+            "jobs": args.jobs,
+        }
+        data = {"summary": summary, "totals": totals, "models": [asdict(r) for r in results]}
         args.report.write_text(json.dumps(data, indent=2) + "\n")
     if not args.quiet or failed:
         print(summary)

@@ -178,6 +178,7 @@ def _inspect(args: argparse.Namespace) -> int:
     copy = ir.serde.deserialize_model(ir.serde.serialize_model(model))
     for index, node in enumerate(all_nodes(copy)):
         node.name = f"#{index}"  # positional names tie the copy's nodes back to the model's
+    where = _graph_paths(copy)
     report = Report()
     optimize_ir(
         copy,
@@ -196,7 +197,8 @@ def _inspect(args: argparse.Namespace) -> int:
         entry = left.get(f"#{index}")
         kept += entry is not None
         fate = "removed" if entry is None else f"left: {entry.detail}"
-        rows.append((node.op_type, node.name or f"#{index}", entry.graph if entry else "", fate))
+        graph = entry.graph if entry else where.get(f"#{index}", "")
+        rows.append((node.op_type, node.name or f"#{index}", graph, fate))
     created = [r for r in report.left if not r.node.lstrip("#").isdigit()]
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for row in rows:
@@ -206,6 +208,28 @@ def _inspect(args: argparse.Namespace) -> int:
         + (f", {len(created)} canonical SequenceConstruct/SequenceEmpty added" if created else "")
     )
     return 0
+
+
+def _graph_paths(model: ir.Model) -> dict[str, str]:
+    """Node name -> the graph it is in, spelled as the reports spell it ("main/LOOP.body")."""
+    paths: dict[str, str] = {}
+
+    def walk(graph: ir.Graph | ir.Function, path: str) -> None:
+        for node in graph:
+            paths[node.name or ""] = path
+            for attr in node.attributes.values():
+                if attr.is_ref():
+                    continue
+                if attr.type == ir.AttributeType.GRAPH:
+                    walk(attr.as_graph(), f"{path}/{node.name}.{attr.name}")
+                elif attr.type == ir.AttributeType.GRAPHS:
+                    for k, sub in enumerate(attr.as_graphs()):
+                        walk(sub, f"{path}/{node.name}.{attr.name}[{k}]")
+
+    walk(model.graph, "main")
+    for function in model.functions.values():
+        walk(function, f"function {function.name}")
+    return paths
 
 
 @dataclass(frozen=True)

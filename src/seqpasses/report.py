@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import onnx
 import onnx_ir as ir
 
 __all__ = ["SEQUENCE_OPS", "Report", "Rewrite", "all_nodes", "count_ops", "count_sequence_ops"]
@@ -120,14 +121,35 @@ def all_nodes(model: ir.Model) -> Iterable[ir.Node]:
         yield from _graph_nodes(function)
 
 
-def count_ops(model: ir.Model) -> Counter[str]:
-    """Op counts over the main graph, every subgraph and every model-local function."""
+def count_ops(model: ir.Model | onnx.ModelProto) -> Counter[str]:
+    """Op counts over the main graph, every subgraph and every model-local function.
+
+    Ops of other domains are counted as ``domain::op_type``.
+    """
     counts: Counter[str] = Counter()
+    if isinstance(model, onnx.ModelProto):
+        for op_type, domain in _proto_nodes(model):
+            counts[op_type if domain in ("", "ai.onnx") else f"{domain}::{op_type}"] += 1
+        return counts
     for node in all_nodes(model):
         domain = node.domain
         counts[node.op_type if domain in ("", "ai.onnx") else f"{domain}::{node.op_type}"] += 1
     return counts
 
 
-def count_sequence_ops(model: ir.Model) -> int:
+def count_sequence_ops(model: ir.Model | onnx.ModelProto) -> int:
+    """How many default-domain sequence ops a model holds, subgraphs and functions included."""
     return sum(n for op, n in count_ops(model).items() if op in SEQUENCE_OPS)
+
+
+def _proto_nodes(model: onnx.ModelProto) -> Iterable[tuple[str, str]]:
+    graphs: list[onnx.GraphProto | onnx.FunctionProto] = [model.graph, *model.functions]
+    while graphs:
+        graph = graphs.pop()
+        for node in graph.node:
+            yield node.op_type, node.domain
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    graphs.append(attr.g)
+                elif attr.type == onnx.AttributeProto.GRAPHS:
+                    graphs.extend(attr.graphs)

@@ -367,6 +367,9 @@ class Folder:
         else:
             value = emit.sequence_construct(seq.elements, like)
         self.state[value] = seq
+        producer = value.producer()
+        if producer is not None:
+            self.paths[producer] = scope.path
         if anchor is not None:
             self.materialized[key] = value
         return value
