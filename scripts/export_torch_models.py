@@ -157,6 +157,74 @@ class UnbindLoopStack(nn.Module):
         return torch.stack(out, 0)
 
 
+class NestedLoops(nn.Module):
+    """A list of lists: an inner loop over one run-time dim inside an outer loop over another,
+    each inner list stacked, then the outer one."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        rows: list[Tensor] = []
+        for i in range(x.size(0)):
+            row: list[Tensor] = []
+            for j in range(x.size(1)):
+                row.append(x[i, j] * float(j + 1))
+            rows.append(torch.stack(row))
+        return torch.stack(rows)
+
+
+class WhileLoop(nn.Module):
+    """A while loop whose end depends on the data, appending each state."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        out: list[Tensor] = []
+        h = x
+        while bool(h.sum() < 100.0):
+            h = h * 2.0 + 1.0
+            out.append(h)
+        return torch.stack(out)
+
+
+class TwoLists(nn.Module):
+    """Two lists appended in one loop over a run-time dim; one stacked, one concatenated."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        a: list[Tensor] = []
+        b: list[Tensor] = []
+        for i in range(x.size(0)):
+            a.append(x[i] + 1.0)
+            b.append(x[i] * 2.0)
+        return torch.cat([torch.stack(a), torch.stack(b)], 1)
+
+
+class StackColumns(nn.Module):
+    """A loop over the columns (a run-time dim) appending x[:, i], stacked on axis 1."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        out: list[Tensor] = []
+        for i in range(x.size(1)):
+            out.append(x[:, i] * 2.0)
+        return torch.stack(out, 1)
+
+
+class ZipUnbind(nn.Module):
+    """zip over two unbinds in a loop, products appended and stacked."""
+
+    def forward(self, x: Tensor, y: Tensor) -> Tensor:
+        out: list[Tensor] = []
+        for a, b in zip(torch.unbind(x), torch.unbind(y)):  # noqa: B905 (TorchScript has no strict=)
+            out.append(a * b)
+        return torch.stack(out)
+
+
+class InsertFront(nn.Module):
+    """l.insert(0, x[i]) in a loop over a run-time dim: the list comes out reversed."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        out: list[Tensor] = []
+        for i in range(x.size(0)):
+            out.insert(0, x[i] + 1.0)
+        return torch.stack(out)
+
+
 @dataclass
 class Case:
     name: str
@@ -210,6 +278,51 @@ def _cases() -> list[Case]:
         ),
         Case("loop_reads_list", LoopReadsList, (rand(2, 3),), ["x"], True),
         Case("unbind_loop_stack", UnbindLoopStack, (rand(4, 3),), ["x"], True),
+        Case(
+            "nested_loops",
+            NestedLoops,
+            (rand(3, 4),),
+            ["x"],
+            False,
+            {"x": {0: "n", 1: "m"}},
+            ((rand(1, 4),), (rand(6, 2),)),
+        ),
+        Case(
+            "while_loop",
+            WhileLoop,
+            (torch.rand(2, 3, generator=g),),
+            ["x"],
+            False,
+            more=((torch.rand(2, 3, generator=g) * 10.0,), (torch.rand(2, 3, generator=g) * 0.01,)),
+        ),
+        Case(
+            "two_lists",
+            TwoLists,
+            (rand(3, 2),),
+            ["x"],
+            False,
+            {"x": {0: "n"}},
+            ((rand(1, 2),), (rand(7, 2),)),
+        ),
+        Case(
+            "stack_columns",
+            StackColumns,
+            (rand(2, 5),),
+            ["x"],
+            False,
+            {"x": {1: "m"}},
+            ((rand(2, 1),), (rand(2, 8),)),
+        ),
+        Case("zip_unbind", ZipUnbind, (rand(3, 2), rand(3, 2)), ["x", "y"], True),
+        Case(
+            "insert_front",
+            InsertFront,
+            (rand(3, 2),),
+            ["x"],
+            False,
+            {"x": {0: "n"}},
+            ((rand(1, 2),), (rand(5, 2),)),
+        ),
     ]
 
 

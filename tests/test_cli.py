@@ -220,7 +220,7 @@ def test_inspect_explains_a_loop_it_cannot_rewrite() -> None:
     assert "trip count 'steps' is a graph input, known only at run time" in body_read
     after = next(line for line in lines if line.startswith("ConcatFromSequence"))
     assert "not unrolled: trip count 'steps'" in after
-    assert "not a scan output: the body does more with the list than append" in after
+    assert "not a scan output: the body also reads the list (SequenceAt" in after
     assert lines[-1].startswith("6 sequence ops: 2 would be removed, 4 left")
 
 

@@ -33,6 +33,12 @@ EXPECTED_REWRITES = {
     "ts_if_branch_lists": "if-static-sequences",
     "ts_chunk_cat": "split-to-sequence",
     "ts_list_edits": "concat-from-sequence-new-axis",
+    "ts_nested_loops": "loop-append-to-scan-output",
+    "ts_while_loop": "loop-append-to-scan-output",
+    "ts_two_lists": "loop-append-to-scan-output",
+    "ts_stack_columns": "loop-append-to-scan-output",
+    "ts_insert_front": "loop-append-to-scan-output",
+    "ts_zip_unbind": "loop-unroll",
 }
 
 

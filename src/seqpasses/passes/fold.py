@@ -101,6 +101,7 @@ class Folder:
         self.owners: dict[int, tuple[ir.Node, str]] = {}  # id(subgraph) -> (node, attribute)
         self.functions: dict[int, str] = {}  # id(function body) -> the function's name
         self.loop_reasons: dict[ir.Node, list[str]] = {}  # why a Loop's sequence stays
+        self.proven: set[ir.Value] = set()  # shapes seqpasses proved (scan outputs it made)
         self.created: set[ir.Node] = set()
         self.constants: dict[tuple[int, tuple[int, ...]], ir.Value] = {}
         self.squeezed: dict[ir.Value, tuple[ir.Value, int]] = {}

@@ -47,7 +47,7 @@ def _stable(f: Folder, shape: ir.Shape | None) -> bool:
 
 
 def _body_shapes(
-    scope: Scope, body: ir.Graph, carried: list[TypeAndShape | None]
+    f: Folder, scope: Scope, body: ir.Graph, carried: list[TypeAndShape | None]
 ) -> dict[ir.Value, TypeAndShape]:
     """Types and shapes of the body's values, inferred afresh from the given carried inputs
     (declared shapes inside the body are not trusted: exporters write guesses there)."""
@@ -67,8 +67,13 @@ def _body_shapes(
             elif v.graph is body:
                 inputs.append((None, None))
             else:  # from an enclosing scope: its shape holds for every iteration
-                inputs.append((v.type, scope.shapes.shape(v)))
-        known.update(zip(node.outputs, scope.shapes.infer(node, inputs), strict=True))
+                shape = scope.shapes.shape(v)  # (infers the type too, when it is missing)
+                inputs.append((v.type, shape))
+        inferred = scope.shapes.infer(node, inputs)
+        for out, (type_, shape) in zip(node.outputs, inferred, strict=True):
+            # what seqpasses proved itself (an inner loop's scan output) is kept
+            proven = out in f.proven and shape is None
+            known[out] = (out.type, out.shape) if proven else (type_, shape)
     return known
 
 
@@ -93,7 +98,7 @@ def _appended_shape(
         usable = isinstance(initial.type, ir.TensorType) and _stable(f, shape)
         carried.append((initial.type, shape) if usable else None)
     while True:
-        known = _body_shapes(scope, body, carried)
+        known = _body_shapes(f, scope, body, carried)
         broken = [
             j
             for j, given in enumerate(carried)
@@ -118,16 +123,20 @@ def _dim_key(dim: object) -> object:
     return dim if isinstance(dim, int) else getattr(dim, "value", None) or object()
 
 
-def _append_pattern(body: ir.Graph, j: int) -> tuple[ir.Node, ir.Value] | None:
-    """The SequenceInsert that appends to carried value ``j``, and the appended tensor."""
+def _append_pattern(f: Folder, body: ir.Graph, j: int) -> tuple[ir.Node, ir.Value, bool] | None:
+    """The SequenceInsert that grows carried value ``j`` by one element per iteration, the
+    tensor it inserts, and whether it inserts at the front (constant position 0:
+    ``l.insert(0, x)``) rather than at the back."""
     carried_in = body.inputs[2 + j]
     carried_out = body.outputs[1 + j]
     insert = carried_out.producer()
     if insert is None or insert.op_type != "SequenceInsert" or insert.domain not in ("", "ai.onnx"):
         return None
-    if insert.inputs[0] is not carried_in or (
-        len(insert.inputs) > 2 and insert.inputs[2] is not None
-    ):
+    if insert.inputs[0] is not carried_in:
+        return None
+    position = insert.inputs[2] if len(insert.inputs) > 2 else None
+    front = position is not None
+    if front and f.const_int(position)[0] != 0:  # type: ignore[arg-type]
         return None
     if (
         len(carried_in.uses()) != 1
@@ -138,7 +147,26 @@ def _append_pattern(body: ir.Graph, j: int) -> tuple[ir.Node, ir.Value] | None:
     tensor = insert.inputs[1]
     if tensor is None:
         return None
-    return insert, tensor
+    return insert, tensor, front
+
+
+def _why_not_append(body: ir.Graph, j: int) -> str:
+    """Why carried sequence ``j`` is not grown by one append at the back per iteration."""
+    carried_in, carried_out = body.inputs[2 + j], body.outputs[1 + j]
+    insert = carried_out.producer()
+    if carried_out is carried_in:
+        return "the body passes the list through unchanged"
+    if insert is not None and insert.op_type == "SequenceInsert":
+        if len(insert.inputs) > 2 and insert.inputs[2] is not None:
+            return "the body inserts at a position other than the back or a constant 0"
+        readers = [u.node for u in carried_in.uses() if u.node is not insert]
+        if insert.inputs[0] is carried_in and readers:
+            return f"the body also reads the list ({label(readers[0])})"
+    if insert is not None and insert.op_type == "If":
+        return f"the list grows inside {label(insert)} (a conditional append)"
+    if insert is None or insert.graph is not body:
+        return "the list is changed inside a nested graph (an If branch or an inner loop)"
+    return f"the body changes the list with {label(insert)}, not one append at the back"
 
 
 def _reader_ok(f: Folder, reader: ir.Node, shape: ir.Shape, initial: int) -> str:
@@ -176,12 +204,18 @@ def _loop(f: Folder, node: ir.Node, scope: Scope) -> bool:
         return False
     body = body_attr.as_graph()
     carried = len(node.inputs) - 2
-    appends = {found[0] for j in range(carried) if (found := _append_pattern(body, j)) is not None}
+    appends = {
+        found[0] for j in range(carried) if (found := _append_pattern(f, body, j)) is not None
+    }
     reads = [n for n in _body_nodes(body) if n.op_type in SEQUENCE_OPS and n not in appends]
-    if not reads and any(f.static(v) is not None for v in node.inputs[2:]):
-        for j in range(carried):  # append-only: a scan output keeps the graph small
-            if "loop-scan" not in f.options.disabled and _try_scan_output(f, node, scope, body, j):
-                return f.applied("loop-append-to-scan-output", node, f"carried value {j}")
+    append_only = not reads and any(f.static(v) is not None for v in node.inputs[2:])
+    # append-only: scan outputs keep the graph small
+    if (
+        append_only
+        and "loop-scan" not in f.options.disabled
+        and _scan_outputs(f, node, scope, body)
+    ):
+        return True
     if reads or any(f.static(v) is not None for v in node.inputs[2:]):
         why = _unroll_blocker(f, node, body, scope.opset)
         if not why:
@@ -192,10 +226,22 @@ def _loop(f: Folder, node: ir.Node, scope: Scope) -> bool:
                 f"{f.reasons.get(read, read.op_type)}; {label(node)} not unrolled: {why}"
             )
     if reads and "loop-scan" not in f.options.disabled:
-        for j in range(carried):
-            if _try_scan_output(f, node, scope, body, j):
-                return f.applied("loop-append-to-scan-output", node, f"carried value {j}")
+        return _scan_outputs(f, node, scope, body)
     return False
+
+
+def _scan_outputs(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph) -> bool:
+    """Turn every list the loop appends to into a scan output (several lists: one by one)."""
+    converted = False
+    j = 0
+    while j < len(node.inputs) - 2:
+        new = _try_scan_output(f, node, scope, body, j)
+        if new is None:
+            j += 1
+            continue
+        converted = f.applied("loop-append-to-scan-output", node, f"carried value {j}")
+        node = new  # carried value j is gone: j now names the next one
+    return converted
 
 
 def _body_nodes(graph: ir.Graph) -> list[ir.Node]:
@@ -276,6 +322,57 @@ def _unroll(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph) -> bool:
     return f.applied("loop-unroll", node, f"{count} iterations")
 
 
+def _iterations(
+    f: Folder, scope: Scope, node: ir.Node, body: ir.Graph
+) -> int | ir.SymbolicDim | None:
+    """How many iterations the loop runs, as a dim, when that is provably its trip count (the
+    condition stays true): a number, or a dim of a graph input (``x.size(1)``)."""
+    cond = node.inputs[1] if len(node.inputs) > 1 else None
+    if cond is not None and not _is_true(f, cond):
+        return None
+    if not _stays_true(f, body.outputs[0], body.inputs[1]):
+        return None
+    trip = node.inputs[0] if node.inputs else None
+    if trip is None:
+        return None
+    count, _ = f.const_int(trip)
+    if count is not None:
+        return max(count, 0)
+    return _shape_dim(f, scope, trip)
+
+
+def _shape_dim(f: Folder, scope: Scope, value: ir.Value) -> int | ir.SymbolicDim | None:
+    """The dim a scalar holds when it is ``Gather(Shape(v), k)`` (through int64 Casts and
+    Identities) and that dim is a number or a name the graph's inputs give."""
+    producer = value.producer()
+    while producer is not None and (
+        producer.op_type == "Identity"
+        or (producer.op_type == "Cast" and producer.attributes.get_int("to") == ir.DataType.INT64)
+    ):
+        if producer.inputs[0] is None:
+            return None
+        producer = producer.inputs[0].producer()
+    if producer is None or producer.op_type != "Gather" or producer.attributes.get_int("axis"):
+        return None
+    data, index = producer.inputs[0], producer.inputs[1]
+    shape_node = data.producer() if data is not None else None
+    if (
+        index is None
+        or shape_node is None
+        or shape_node.op_type != "Shape"
+        or shape_node.inputs[0] is None
+        or shape_node.attributes.get_int("start")
+        or "end" in shape_node.attributes
+    ):
+        return None
+    k, _ = f.const_int(index)
+    shape = scope.shapes.shape(shape_node.inputs[0])
+    if k is None or shape is None or not -len(shape) <= k < len(shape):
+        return None
+    dim = shape[k]
+    return dim if _stable(f, ir.Shape([dim])) else None
+
+
 def _scan_blocker(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph, j: int) -> str:
     """Why carried value ``j`` cannot become a scan output (empty when it can)."""
     initial = f.static(node.inputs[2 + j])
@@ -284,9 +381,11 @@ def _scan_blocker(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph, j: int
         return "the list it starts from is not statically known"
     if final.is_graph_output():
         return "the final list is a graph output"
-    found = _append_pattern(body, j)
+    found = _append_pattern(f, body, j)
     if found is None:
-        return "the body does more with the list than append one element at the back"
+        return _why_not_append(body, j)
+    if found[2] and len(initial):
+        return "the body inserts at the front of a list that does not start empty"
     shape = _appended_shape(f, scope, node, body, found[1])
     if shape is None:
         return "the appended element's shape is not provably the same every iteration"
@@ -300,18 +399,20 @@ def _scan_blocker(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph, j: int
     return ""
 
 
-def _try_scan_output(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph, j: int) -> bool:
-    """Turn carried sequence ``j`` into a scan output; when it cannot, say why in the Loop's
-    reason (what reads the final list then reports it)."""
+def _try_scan_output(
+    f: Folder, node: ir.Node, scope: Scope, body: ir.Graph, j: int
+) -> ir.Node | None:
+    """Turn carried sequence ``j`` into a scan output and return the new Loop; when it cannot,
+    say why in the Loop's reason (what reads the final list then reports it)."""
     why = _scan_blocker(f, node, scope, body, j)
     if why:
         if f.static(node.inputs[2 + j]) is not None:
             f.loop_reasons.setdefault(node, []).append(f"not a scan output: {why}")
-        return False
+        return None
     initial = f.static(node.inputs[2 + j])
-    found = _append_pattern(body, j)
+    found = _append_pattern(f, body, j)
     assert initial is not None and found is not None
-    insert, tensor = found
+    insert, tensor, front = found
     shape = _appended_shape(f, scope, node, body, tensor)
     assert shape is not None
     rank = len(shape)
@@ -326,7 +427,8 @@ def _try_scan_output(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph, j: 
     out_index = 1 + j
     body.outputs.pop(out_index)
     body.outputs.append(tensor)
-    insert.replace_input_with(0, None)
+    for k in range(len(insert.inputs)):
+        insert.replace_input_with(k, None)
     body.remove(insert, safe=True)
     body.inputs.pop(2 + j)
 
@@ -348,11 +450,28 @@ def _try_scan_output(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph, j: 
         f.replace(old, fresh, scope)
     stacked = new.outputs[-1]
     stacked.type = tensor.type
-    stacked.shape = ir.Shape([ir.SymbolicDim(None), *shape])
+    runs = _iterations(f, scope, new, body)
+    stacked.shape = ir.Shape([ir.SymbolicDim(None) if runs is None else runs, *shape])
+    f.proven.add(stacked)
+    if front:  # inserted at the front each time: the list is the scan output reversed
+        emit = f.emitter(scope, node)
+        reversed_ = emit.op(
+            "Slice",
+            [
+                stacked,
+                emit.int64s([-1]),
+                emit.int64s([-(2**63)]),
+                emit.int64s([0]),
+                emit.int64s([-1]),
+            ],
+        )
+        reversed_.type, reversed_.shape = stacked.type, stacked.shape
+        f.proven.add(reversed_)
+        stacked = reversed_
     for reader in readers:
         _rewrite_reader(f, scope, reader, stacked, rank, initial)
     node.attributes.pop("body")
-    return True
+    return new
 
 
 def _rewrite_reader(
