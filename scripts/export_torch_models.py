@@ -225,15 +225,33 @@ class InsertFront(nn.Module):
         return torch.stack(out)
 
 
+class UnbindDynamicLoop(nn.Module):
+    """for t in x.unbind(0) over a run-time dim, appending, then torch.stack."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        out: list[Tensor] = []
+        for t in x.unbind(0):
+            out.append(torch.relu(t) + 1.0)
+        return torch.stack(out)
+
+
+class UnbindRunTimeIndex(nn.Module):
+    """x.unbind(1)[i] with i a model input and the unbound dim known only at run time."""
+
+    def forward(self, x: Tensor, i: int) -> tuple[Tensor, int]:
+        parts = x.unbind(1)
+        return parts[i] * 2.0, len(parts)
+
+
 @dataclass
 class Case:
     name: str
     make: Callable[[], nn.Module]
-    inputs: tuple[Tensor, ...]
+    inputs: tuple[Tensor | int, ...]
     input_names: list[str]
     dynamo: bool  # also export with the dynamo exporter
     dynamic_axes: dict[str, dict[int, str]] | None = None
-    more: tuple[tuple[Tensor, ...], ...] = ()  # more runs (TorchScript export only)
+    more: tuple[tuple[Tensor | int, ...], ...] = ()  # more runs (TorchScript export only)
 
 
 def _cases() -> list[Case]:
@@ -323,6 +341,24 @@ def _cases() -> list[Case]:
             {"x": {0: "n"}},
             ((rand(1, 2),), (rand(5, 2),)),
         ),
+        Case(
+            "unbind_dynamic_loop",
+            UnbindDynamicLoop,
+            (rand(3, 4),),
+            ["x"],
+            False,
+            {"x": {0: "n"}},
+            ((rand(1, 4),), (rand(6, 4),)),
+        ),
+        Case(
+            "unbind_run_time_index",
+            UnbindRunTimeIndex,
+            (rand(2, 5), 3),
+            ["x", "i"],
+            False,
+            {"x": {1: "m"}},
+            ((rand(2, 2), -1), (rand(2, 7), 0)),
+        ),
     ]
 
 
@@ -336,7 +372,7 @@ def _save(
     name: str,
     model: onnx.ModelProto,
     case: Case,
-    runs: list[tuple[tuple[Tensor, ...], list[np.ndarray]]],
+    runs: list[tuple[tuple[Tensor | int, ...], list[np.ndarray]]],
 ) -> None:
     model.producer_name = "pytorch"
     onnx.checker.check_model(model, full_check=True)
@@ -344,7 +380,9 @@ def _save(
     arrays: dict[str, np.ndarray] = {}
     for k, (inputs, expected) in enumerate(runs):
         for input_name, tensor in zip(case.input_names, inputs, strict=True):
-            arrays[f"run{k}.input:{input_name}"] = tensor.numpy()
+            arrays[f"run{k}.input:{input_name}"] = (
+                tensor.numpy() if isinstance(tensor, Tensor) else np.array(tensor, dtype=np.int64)
+            )
         for i, array in enumerate(expected):
             arrays[f"run{k}.output:{i}"] = array
     np.savez(out_dir / f"{name}.npz", **arrays)  # type: ignore[arg-type]

@@ -103,8 +103,9 @@ if_reads_list (bool flag, float[2] a, float[2] b) => (float[2] y) {
     "run_time_reads": """<ir_version: 8, opset_import: ["" : 18]>
 run_time_reads (float[4,3] x, int64 i, int64 steps) => (float[3] row, float[?,3] grown, int64 n) {
   rows = SplitToSequence<axis = 0, keepdims = 0>(x)
-  n = SequenceLength(rows)
   row = SequenceAt(rows, i)
+  rest = SequenceErase(rows, i)
+  n = SequenceLength(rest)
   t = Constant<value = bool {1}>()
   last = Constant<value = int64 {-1}>()
   final = Loop(steps, t, rows) <body = body (int64 k, bool c, seq(float) s) => (bool co, seq(float) so) {

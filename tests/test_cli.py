@@ -221,7 +221,11 @@ def test_inspect_explains_a_loop_it_cannot_rewrite() -> None:
     after = next(line for line in lines if line.startswith("ConcatFromSequence"))
     assert "not unrolled: trip count 'steps'" in after
     assert "not a scan output: the body also reads the list (SequenceAt" in after
-    assert lines[-1].startswith("6 sequence ops: 2 would be removed, 4 left")
+    length = next(line for line in lines if line.startswith("SequenceLength"))
+    assert "left: sequence from SequenceErase '#2': position 'i' is a graph input" in length
+    read = next(line for line in lines if line.startswith("SequenceAt") and "main " in line)
+    assert read.endswith("removed")  # a read of torch.unbind's list at any position: a Gather
+    assert lines[-1].startswith("7 sequence ops: 2 would be removed, 5 left")
 
 
 def test_a_fault_of_seqpasses_is_one_line_and_exit_3(

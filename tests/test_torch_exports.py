@@ -39,6 +39,8 @@ EXPECTED_REWRITES = {
     "ts_stack_columns": "loop-append-to-scan-output",
     "ts_insert_front": "loop-append-to-scan-output",
     "ts_zip_unbind": "loop-unroll",
+    "ts_unbind_dynamic_loop": "sequence-at-split",
+    "ts_unbind_run_time_index": "sequence-at-split",
 }
 
 

@@ -102,6 +102,8 @@ class Folder:
         self.functions: dict[int, str] = {}  # id(function body) -> the function's name
         self.loop_reasons: dict[ir.Node, list[str]] = {}  # why a Loop's sequence stays
         self.proven: set[ir.Value] = set()  # shapes seqpasses proved (scan outputs it made)
+        # whether a Loop will be unrolled (set by passes/loops.py)
+        self.unrolls: Callable[[Folder, ir.Node], bool] | None = UNROLLS[0] if UNROLLS else None
         self.created: set[ir.Node] = set()
         self.constants: dict[tuple[int, tuple[int, ...]], ir.Value] = {}
         self.squeezed: dict[ir.Value, tuple[ir.Value, int]] = {}
@@ -289,9 +291,13 @@ class Folder:
 
     def leave(self, node: ir.Node, reason: str) -> bool:
         self.reasons[node] = reason
+        # what reads this node's sequence is told where the root cause is
+        passed = (
+            reason if reason.startswith("sequence ") else f"sequence from {label(node)}: {reason}"
+        )
         for out in node.outputs:
             if out.type is None or isinstance(out.type, ir.SequenceType) or out in self.state:
-                self.state[out] = Unknown(reason)
+                self.state[out] = Unknown(passed)
         return False
 
     def applied(self, rule: str, node: ir.Node, detail: str = "") -> bool:
@@ -414,6 +420,10 @@ class Folder:
             )
 
 
+UNROLLS: list[Callable[[Folder, ir.Node], bool]] = []
+"""Set by ``passes/loops.py``: whether the walk will unroll a given Loop."""
+
+
 def label(node: ir.Node) -> str:
     """How reasons name a node: its op type, and its name when it has one."""
     return f"{node.op_type} '{node.name}'" if node.name else node.op_type
@@ -484,12 +494,106 @@ def _identity(f: Folder, node: ir.Node, scope: Scope) -> bool:
     return True
 
 
+def _unit_split(
+    f: Folder, value: ir.Value | None, scope: Scope
+) -> tuple[ir.Value, int, bool] | None:
+    """``(data, axis, squeezed)`` when ``value`` is ``SplitToSequence(data)`` cut into chunks of
+    one along ``axis`` (no split input, or a scalar split of 1: ``torch.unbind``), whatever
+    the axis's length: element ``i`` is then ``data`` gathered at ``i`` on that axis."""
+    while value is not None:
+        producer = value.producer()
+        if producer is None or producer.domain not in _DEFAULT_DOMAINS:
+            return None
+        if producer.op_type == "Identity":
+            value = producer.inputs[0]
+            continue
+        if producer.op_type != "SplitToSequence" or producer.inputs[0] is None:
+            return None
+        data = producer.inputs[0]
+        shape = scope.shapes.shape(data)
+        axis = producer.attributes.get_int("axis", 0)
+        if shape is None or not -len(shape) <= axis < len(shape):
+            return None
+        keepdims = producer.attributes.get_int("keepdims", 1)
+        split = producer.inputs[1] if len(producer.inputs) > 1 else None
+        if split is None:
+            return data, axis + len(shape) if axis < 0 else axis, keepdims == 0
+        array = f.const_array(split)
+        if array is None or array.ndim != 0 or int(array) != 1:
+            return None
+        squeeze = keepdims == 0 and not f.options.strict_spec
+        return data, axis + len(shape) if axis < 0 else axis, squeeze
+    return None
+
+
+def _scalar_one_nokeepdims(split: ir.Node) -> bool:
+    return (
+        split.op_type == "SplitToSequence"
+        and len(split.inputs) > 1
+        and split.inputs[1] is not None
+        and split.attributes.get_int("keepdims", 1) == 0
+    )
+
+
+def _sequence_at_of_split(f: Folder, node: ir.Node, scope: Scope) -> bool:
+    """``SequenceAt(SplitToSequence(x) in chunks of 1, i)`` -> ``Gather(x, i)``, for any ``i``
+    (run-time ones too: Gather accepts exactly SequenceAt's range [-n, n-1] and fails outside
+    it as SequenceAt does)."""
+    found = _unit_split(f, node.inputs[0], scope)
+    position = node.inputs[1] if len(node.inputs) > 1 else None
+    if found is None or position is None:
+        return False
+    owner = f.owners.get(id(position.graph))
+    if (
+        owner is not None
+        and owner[0].op_type == "Loop"
+        and position.graph is not None
+        and position.graph.inputs[:1] == [position]
+        and f.unrolls is not None
+        and f.unrolls(f, owner[0])
+    ):
+        return False  # read at the loop counter of a loop that will be unrolled: folded then
+    pos_shape = scope.shapes.shape(position)
+    if pos_shape is None or len(pos_shape) != 0:
+        return False
+    data, axis, squeeze = found
+    emit = f.emitter(scope, node)
+    index = position if squeeze else emit.unsqueeze(position, 0)
+    out = emit.op("Gather", [data, index], axis=axis)
+    out.type = data.type
+    data_shape = scope.shapes.shape(data)
+    if data_shape is not None:
+        dims = list(data_shape)
+        if squeeze:
+            del dims[axis]
+        else:
+            dims[axis] = 1
+        out.shape = ir.Shape(dims)
+    split = node.inputs[0].producer() if node.inputs[0] is not None else None
+    if squeeze and split is not None and _scalar_one_nokeepdims(split):
+        f.report.notes.append(
+            f"{label(node)}: element of a scalar split 1 with keepdims=0, squeezed: follows "
+            "ONNX Runtime/PyTorch; --strict-spec keeps the axis"
+        )
+        f.diverged.append(out)
+    f.replace(node.outputs[0], out, scope)
+    return f.applied(
+        "sequence-at-split",
+        node,
+        f"Gather on axis {axis} of '{data.name}'" + (", keeping the axis" if not squeeze else ""),
+    )
+
+
 def _sequence_at(f: Folder, node: ir.Node, scope: Scope) -> bool:
     seq = f.static(node.inputs[0])
     if seq is None:
+        if _sequence_at_of_split(f, node, scope):
+            return True
         return f.leave(node, f.why_unknown(node.inputs[0]))
     position, why = _position(f, node, 1)
     if why or position is None:
+        if _sequence_at_of_split(f, node, scope):
+            return True
         return f.leave(node, why or "SequenceAt without a position")
     try:
         element = seq.at(position)
@@ -502,6 +606,18 @@ def _sequence_at(f: Folder, node: ir.Node, scope: Scope) -> bool:
 def _sequence_length(f: Folder, node: ir.Node, scope: Scope) -> bool:
     seq = f.static(node.inputs[0])
     if seq is None:
+        found = _unit_split(f, node.inputs[0], scope)
+        if found is not None:  # chunks of one: as many as the axis is long
+            data, axis, _ = found
+            emit = f.emitter(scope, node)
+            shape = emit.op("Shape", [data])
+            shape.type = ir.TensorType(ir.DataType.INT64)
+            length = emit.op(
+                "Gather", [shape, emit.constant(np.array(axis, dtype=np.int64))], axis=0
+            )
+            length.type, length.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([])
+            f.replace(node.outputs[0], length, scope)
+            return f.applied("sequence-length-split", node, f"dim {axis} of '{data.name}'")
         return f.leave(node, f.why_unknown(node.inputs[0]))
     value = f.emitter(scope, node).constant(np.array(len(seq), dtype=np.int64))
     f.replace(node.outputs[0], value, scope)

@@ -25,7 +25,7 @@ import onnx_ir as ir
 
 from seqpasses.emit import Emitter
 from seqpasses.passes.control import drop_subgraphs, inline_graph
-from seqpasses.passes.fold import TRANSFER, Folder, Scope, label
+from seqpasses.passes.fold import TRANSFER, UNROLLS, Folder, Scope, label
 from seqpasses.report import SEQUENCE_OPS
 from seqpasses.sequence import StaticSequence
 from seqpasses.shapes import TypeAndShape
@@ -535,4 +535,13 @@ def _dims_ok_for_reshape(shape: ir.Shape, axis: int) -> bool:
     return all(isinstance(d, int) for d in list(shape)[axis + 1 :])
 
 
+def _will_unroll(f: Folder, node: ir.Node) -> bool:
+    body_attr = node.attributes.get("body")
+    if f.analyze_only or body_attr is None or body_attr.type != ir.AttributeType.GRAPH:
+        return False
+    opset = f.opsets.get(id(node.graph), 0) if node.graph is not None else 0
+    return not _unroll_blocker(f, node, body_attr.as_graph(), opset)
+
+
 TRANSFER["Loop"] = _loop
+UNROLLS.append(_will_unroll)
