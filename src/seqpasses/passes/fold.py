@@ -158,6 +158,46 @@ class Folder:
                     out.type = out.type or type_
                     out.shape = shape
                     work.append(out)
+            work.extend(self._repair_owner_output(value))
+
+    def _repair_owner_output(self, value: ir.Value) -> list[ir.Value]:
+        """A repaired output of a Loop body or If branch: the Loop's scan output is
+        ``[K, *shape]``; any other output of the node that the new shape contradicts loses
+        its declared shape (it cannot be inferred without running the loop)."""
+        owner = self.owners.get(id(value.graph))
+        if owner is None or not value.is_graph_output() or value.shape is None:
+            return []
+        node, _ = owner
+        graph = value.graph
+        assert graph is not None
+        changed: list[ir.Value] = []
+        for k, output in enumerate(graph.outputs):
+            if output is not value:
+                continue
+            carried = len(node.inputs) - 2
+            if node.op_type == "Loop" and k >= 1 + carried:
+                out = node.outputs[k - 1]
+                first = out.shape[0] if out.shape is not None and len(out.shape) else None
+                shape = ir.Shape(
+                    [first if first is not None else ir.SymbolicDim(None), *value.shape]
+                )
+            elif node.op_type == "If":
+                out, shape = node.outputs[k], None
+            elif node.op_type == "Loop" and k >= 1:
+                out, shape = node.outputs[k - 1], None
+            else:
+                continue
+            if out.shape is None or (shape is not None and not contradicts(out.shape, shape)):
+                continue
+            if shape is None and not contradicts(out.shape, value.shape):
+                continue
+            self.report.notes.append(
+                f"'{out.name}': declared shape {_shape_text(out.shape)} follows the spec's "
+                f"SplitToSequence; {'computed ' + _shape_text(shape) if shape is not None else 'no shape'} is declared"
+            )
+            out.shape = shape
+            changed.append(out)
+        return changed
 
     def run_graph(self, scope: Scope) -> None:
         self.opsets[id(scope.graph)] = scope.opset
@@ -649,9 +689,54 @@ def _conflicting_dim(
     return None
 
 
+def _concat_of_unit_split(f: Folder, node: ir.Node, scope: Scope) -> bool:
+    """``ConcatFromSequence`` of a split into chunks of one, whatever its length: stacking the
+    squeezed slices again (``new_axis=1``) moves the split axis to the stacking axis (a
+    ``Transpose``, or nothing); concatenating unsqueezed slices on the split axis gives the
+    input back. With zero slices the original fails at run time and this gives an empty
+    tensor, as for loops (README, "Loops")."""
+    found = _unit_split(f, node.inputs[0], scope)
+    axis_attr = node.attributes.get("axis")
+    if found is None or axis_attr is None:
+        return False
+    data, split_axis, squeeze = found
+    shape = scope.shapes.shape(data)
+    assert shape is not None  # _unit_split checked the rank
+    rank = len(shape)
+    new_axis = node.attributes.get_int("new_axis", 0)
+    if squeeze != (new_axis == 1):
+        return False
+    axis = axis_attr.as_int()
+    if not -rank <= axis < rank:
+        return False
+    axis = axis + rank if axis < 0 else axis
+    if axis != split_axis and not squeeze:
+        return False
+    result = data
+    if axis != split_axis:
+        perm = [d for d in range(rank) if d != split_axis]
+        perm.insert(axis, split_axis)
+        emit = f.emitter(scope, node)
+        result = emit.op("Transpose", [data], perm=perm)
+        result.type = data.type
+        result.shape = ir.Shape([shape[d] for d in perm])
+    split = node.inputs[0].producer() if node.inputs[0] is not None else None
+    if squeeze and split is not None and _scalar_one_nokeepdims(split):
+        f.report.notes.append(
+            f"{label(node)}: stacks a scalar split 1 with keepdims=0 as squeezed slices: follows "
+            "ONNX Runtime/PyTorch; --strict-spec keeps the axis"
+        )
+        f.diverged.append(result)
+    f.replace(node.outputs[0], result, scope)
+    moved = "its input" if axis == split_axis else f"Transpose {axis_attr.as_int()}<-{split_axis}"
+    return f.applied("concat-of-split", node, f"chunks of one on axis {split_axis}: {moved}")
+
+
 def _concat_from_sequence(f: Folder, node: ir.Node, scope: Scope) -> bool:
     seq = f.static(node.inputs[0])
     if seq is None:
+        if _concat_of_unit_split(f, node, scope):
+            return True
         return f.leave(node, f.why_unknown(node.inputs[0]))
     if len(seq) == 0:
         return f.leave(

@@ -225,9 +225,26 @@ def _loop(f: Folder, node: ir.Node, scope: Scope) -> bool:
             f.reasons[read] = (
                 f"{f.reasons.get(read, read.op_type)}; {label(node)} not unrolled: {why}"
             )
-    if reads and "loop-scan" not in f.options.disabled:
-        return _scan_outputs(f, node, scope, body)
+    if reads and "loop-scan" not in f.options.disabled and _scan_outputs(f, node, scope, body):
+        return True
+    _infer_scan_shapes(f, node, scope, body)
     return False
+
+
+def _infer_scan_shapes(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph) -> None:
+    """Give a Loop's scan outputs with no declared shape the one induction proves, so that
+    what reads them (a split of the stacked values, say) can be lowered."""
+    carried = len(node.inputs) - 2
+    for index, value in enumerate(body.outputs[1 + carried :]):
+        out = node.outputs[carried + index] if carried + index < len(node.outputs) else None
+        if out is None or out.shape is not None:
+            continue
+        shape = _appended_shape(f, scope, node, body, value)
+        if shape is None:
+            continue
+        runs = _iterations(f, scope, node, body)
+        out.type = out.type or value.type
+        out.shape = ir.Shape([ir.SymbolicDim(None) if runs is None else runs, *shape])
 
 
 def _scan_outputs(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph) -> bool:
