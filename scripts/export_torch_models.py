@@ -29,6 +29,12 @@ import torch
 from torch import Tensor, nn
 
 OPSET = 17
+# At opset 11 the TorchScript exporter writes some list loops differently (its own scan
+# output, split back into a sequence): these modules are exported there too, as ts11_*.
+OLD_OPSET = 11
+OLD_OPSET_CASES = frozenset(
+    {"append_dynamic_cat", "stack_columns", "unbind_dynamic_loop", "split_sizes"}
+)
 
 
 class AppendConstStack(nn.Module):
@@ -388,10 +394,11 @@ def _save(
     np.savez(out_dir / f"{name}.npz", **arrays)  # type: ignore[arg-type]
 
 
-def export_torchscript(case: Case, out_dir: Path) -> str:
+def export_torchscript(case: Case, out_dir: Path, opset: int = OPSET) -> str:
     module = torch.jit.script(case.make().eval())
     runs = [(inputs, _outputs(module(*inputs))) for inputs in (case.inputs, *case.more)]
-    path = out_dir / f"ts_{case.name}.onnx"
+    name = f"ts_{case.name}" if opset == OPSET else f"ts{opset}_{case.name}"
+    path = out_dir / f"{name}.onnx"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(
@@ -399,12 +406,12 @@ def export_torchscript(case: Case, out_dir: Path) -> str:
             case.inputs,
             str(path),
             dynamo=False,
-            opset_version=OPSET,
+            opset_version=opset,
             input_names=case.input_names,
             dynamic_axes=case.dynamic_axes,
         )
-    _save(out_dir, f"ts_{case.name}", onnx.load(path), case, runs)
-    return f"ts_{case.name}"
+    _save(out_dir, name, onnx.load(path), case, runs)
+    return name
 
 
 def export_dynamo(case: Case, out_dir: Path) -> str:
@@ -427,6 +434,8 @@ def main(argv: list[str]) -> int:
         print(export_torchscript(case, out_dir))
         if case.dynamo:
             print(export_dynamo(case, out_dir))
+        if case.name in OLD_OPSET_CASES:
+            print(export_torchscript(case, out_dir, OLD_OPSET))
     return 0
 
 

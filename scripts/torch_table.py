@@ -36,7 +36,7 @@ def pipeline() -> int:
 
     print("| export | original | onnxscript alone | seqpasses | seqpasses, then onnxscript |")
     print("|---|---|---|---|---|")
-    for path in sorted(TORCH.glob("ts_*.onnx")):
+    for path in sorted(TORCH.glob("ts*.onnx")):
         model = onnx.load(path)
         ours = seqpasses.optimize(model)
         cells = [

@@ -41,6 +41,9 @@ EXPECTED_REWRITES = {
     "ts_zip_unbind": "loop-unroll",
     "ts_unbind_dynamic_loop": "sequence-at-split",
     "ts_unbind_run_time_index": "sequence-at-split",
+    "ts11_append_dynamic_cat": "concat-of-split",
+    "ts11_stack_columns": "concat-of-split",
+    "ts11_unbind_dynamic_loop": "sequence-at-split",
 }
 
 

@@ -704,22 +704,31 @@ def _concat_of_unit_split(f: Folder, node: ir.Node, scope: Scope) -> bool:
     assert shape is not None  # _unit_split checked the rank
     rank = len(shape)
     new_axis = node.attributes.get_int("new_axis", 0)
-    if squeeze != (new_axis == 1):
+    merge = squeeze and new_axis == 0  # squeezed slices laid end to end: a Reshape
+    if not squeeze and new_axis == 1:
         return False
+    out_rank = rank - 1 if merge else rank
     axis = axis_attr.as_int()
-    if not -rank <= axis < rank:
+    if not -out_rank <= axis < out_rank:
         return False
-    axis = axis + rank if axis < 0 else axis
+    axis = axis + out_rank if axis < 0 else axis
     if axis != split_axis and not squeeze:
         return False
+    perm = [d for d in range(rank) if d != split_axis]
+    perm.insert(axis, split_axis)
+    after = [d for d in [shape[k] for k in perm][axis + 2 :] if isinstance(d, int)]
+    if merge and len(after) != rank - axis - 2:
+        return False
+    emit = f.emitter(scope, node)
     result = data
-    if axis != split_axis:
-        perm = [d for d in range(rank) if d != split_axis]
-        perm.insert(axis, split_axis)
-        emit = f.emitter(scope, node)
+    if perm != list(range(rank)):
         result = emit.op("Transpose", [data], perm=perm)
         result.type = data.type
         result.shape = ir.Shape([shape[d] for d in perm])
+    if merge:
+        target = emit.int64s([0] * axis + [-1] + after)
+        result = emit.op("Reshape", [result, target])
+        result.type = data.type
     split = node.inputs[0].producer() if node.inputs[0] is not None else None
     if squeeze and split is not None and _scalar_one_nokeepdims(split):
         f.report.notes.append(
@@ -729,6 +738,7 @@ def _concat_of_unit_split(f: Folder, node: ir.Node, scope: Scope) -> bool:
         f.diverged.append(result)
     f.replace(node.outputs[0], result, scope)
     moved = "its input" if axis == split_axis else f"Transpose {axis_attr.as_int()}<-{split_axis}"
+    moved += ", merged by Reshape" if merge else ""
     return f.applied("concat-of-split", node, f"chunks of one on axis {split_axis}: {moved}")
 
 
