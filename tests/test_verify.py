@@ -105,6 +105,28 @@ g (float[2] a) => (float[2] y) {
     assert isinstance(fixed, np.ndarray) and fixed.tolist() == [1.0, 2.0]
 
 
+def test_reference_fault_empty_optional_has_an_element() -> None:
+    # Optional with no input is an empty optional; the reference wraps None in a list
+    model = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
+g (float[2] a) => (bool h, float[2] y) {
+  h = OptionalHasElement(o)
+  y = Identity(a)
+}""")
+    seq_type = onnx.helper.make_sequence_type_proto(
+        onnx.helper.make_tensor_type_proto(onnx.TensorProto.FLOAT, None)
+    )
+    model.graph.node.insert(0, onnx.helper.make_node("Optional", [], ["o"], type=seq_type))
+    onnx.checker.check_model(model, full_check=True)
+    feeds = {"a": np.array([1.0, 2.0], np.float32)}
+    faulty, _ = ReferenceEvaluator(model).run(None, feeds)
+    assert faulty.item() is True  # the fault
+    has, _ = ReferenceEvaluator(model, new_ops=list(REFERENCE_OVERRIDES)).run(None, feeds)
+    assert has.item() is False
+    optimized = seqpasses.optimize(model)
+    assert [n.op_type for n in optimized.graph.node] == ["Constant", "Identity"]
+    assert seqpasses.verify(model, optimized).ok
+
+
 def test_reference_fault_sequence_map_over_an_empty_sequence() -> None:
     model = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 17]>
 g (float[2] a) => (seq(float[2]) y) {

@@ -79,6 +79,10 @@ class Optional(OpRun):
     def _run(self, x: Any = None, type: Any = None) -> tuple[Any]:
         return (x,)
 
+    def _check_and_fix_outputs(self, res: tuple[Any, ...]) -> tuple[Any, ...]:
+        # An empty optional is None; the reference's output check knows no such value.
+        return res if len(res) == 1 and res[0] is None else super()._check_and_fix_outputs(res)
+
 
 class SequenceMap(OpRun):
     """Spec-exact SequenceMap: any mix of sequence and tensor inputs; empty input, empty output."""

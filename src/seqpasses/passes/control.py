@@ -252,7 +252,7 @@ def _optional_value(f: Folder, value: ir.Value) -> tuple[bool, ir.Value | None]:
     """Whether the optional's content is known, and the content (None when empty)."""
     if value in f.optionals:
         return True, f.optionals[value]
-    if isinstance(value.type, ir.TensorType | ir.SequenceType):
+    if isinstance(value.type, ir.TensorType | ir.SequenceType) or f.static(value) is not None:
         return True, value  # a plain tensor or sequence: always present
     return False, None
 
