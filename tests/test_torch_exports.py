@@ -8,6 +8,7 @@ needed.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -109,3 +110,25 @@ def test_rnn_export_through_the_cli_with_check(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "sequence ops: 3 -> 0" in result.stdout
     assert sequence_op_count(onnx.load(out)) == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "dims"),
+    [
+        ("ts_nested_loops", ["n", "m"]),
+        ("ts_unbind_dynamic_loop", ["n", 4]),
+        ("ts_stack_columns", [2, "m"]),
+        ("ts11_stack_columns", [2, "m"]),
+    ],
+)
+def test_exporter_placeholder_dims_of_outputs_become_the_proven_ones(
+    name: str, dims: list[object]
+) -> None:
+    # TorchScript declares its list outputs with made-up dims (ConcatFromSequence24_dim_0);
+    # what the rewrite proves (an input's dim, a number) takes their place
+    model = onnx.load(TORCH / f"{name}.onnx")
+    declared = [d.dim_param for d in model.graph.output[0].type.tensor_type.shape.dim]
+    assert all(re.search(r"_dim_\d$", p) for p in declared), declared
+    optimized = seqpasses.optimize(model)
+    shape = optimized.graph.output[0].type.tensor_type.shape.dim
+    assert [d.dim_param or d.dim_value for d in shape] == dims

@@ -79,9 +79,16 @@ def dim_of(dim: object) -> Dim:
     return ir.SymbolicDim(None)
 
 
+_GENERATED = re.compile(r"^unk__\d+$|_dim_\d+$")
+"""Dim names tools make up for a dim they know nothing of: ONNX's ``unk__N``, and the
+TorchScript exporter's ``<op><n>_dim_<k>``."""
+
+
 def _unknown(dim: object) -> bool:
-    """No size and no user-given name (ONNX's generated ``unk__N`` names say nothing)."""
-    return isinstance(dim, ir.SymbolicDim) and (dim.value is None or dim.value.startswith("unk__"))
+    """No size and no user-given name (generated names such as ``unk__N`` say nothing)."""
+    return isinstance(dim, ir.SymbolicDim) and (
+        dim.value is None or _GENERATED.search(dim.value) is not None
+    )
 
 
 def fill_shape(

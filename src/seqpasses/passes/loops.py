@@ -535,6 +535,8 @@ def _concat_reader(
         perm = [*range(1, axis + 1), 0, *range(axis + 1, rank + 1)]
         moved = emit.op("Transpose", [stacked], perm=perm)
         moved.type = stacked.type
+        if stacked.shape is not None:
+            moved.shape = ir.Shape([stacked.shape[p] for p in perm])
     if new_axis:
         result = moved
         front = [emit.unsqueeze(e, axis) for e in initial.elements]
