@@ -109,7 +109,8 @@ class Loop(_ReferenceLoop):
     """Loop whose scan outputs are stacked along a new axis 0, as the spec says.
 
     The reference joins them with ``np.vstack``, which concatenates rank >= 2 outputs
-    (``[M*4, 3]`` instead of ``[M, 4, 3]``).
+    (``[M*4, 3]`` instead of ``[M, 4, 3]``), and hands the body ``None`` for an absent
+    condition (the spec: true).
     """
 
     op_domain = ""
@@ -134,6 +135,8 @@ class Loop(_ReferenceLoop):
         scans: list[list[Any]] = [[] for _ in range(self.K)]
         outputs: list[Any] = []
         it = 0
+        if cond is None:  # an absent condition is true, and the body is given true
+            cond = np.array(True)
         while (cond is None or bool(cond)) and (M is None or it < M):
             if names and names[0]:
                 inputs[names[0]] = np.array(it, dtype=np.int64 if M is None else M.dtype)

@@ -18,25 +18,10 @@ import numpy as np
 import onnx_ir as ir
 from onnx_ir._cloner import Cloner
 
-from seqpasses.passes.fold import TRANSFER, Folder, Scope
+from seqpasses.passes.fold import TRANSFER, Folder, Scope, drop_subgraphs
 from seqpasses.sequence import StaticSequence
 
 __all__ = ["drop_subgraphs", "inline_graph"]
-
-
-def drop_subgraphs(node: ir.Node) -> None:
-    """Detach the subgraphs of a node whose work was inlined: their nodes stop counting as
-    uses of outer values, so dead-code removal can drop what only they read."""
-    for name in list(node.attributes):
-        attr = node.attributes[name]
-        if attr.is_ref() or attr.type not in (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS):
-            continue
-        graphs = [attr.as_graph()] if attr.type == ir.AttributeType.GRAPH else attr.as_graphs()
-        for graph in graphs:
-            for inner in ir.traversal.RecursiveGraphIterator(graph):
-                for index in range(len(inner.inputs)):
-                    inner.replace_input_with(index, None)
-        node.attributes.pop(name)
 
 
 def inline_graph(

@@ -364,8 +364,14 @@ class Folder:
                 and not new.is_graph_input()
             )
             seq = self.static(new)
-            if seq is not None and not (fresh and self.is_canonical(new, seq)):
-                target = self.materialize(seq, scope, None, old)
+            # a canonical sequence of this graph can take the output over, even one the
+            # model had: a second SequenceConstruct/SequenceEmpty would only duplicate it
+            movable = (
+                new.graph is scope.graph and not new.is_graph_output() and not new.is_graph_input()
+            )
+            if seq is not None:
+                canonical = movable and self.is_canonical(new, seq)
+                target = new if canonical else self.materialize(seq, scope, None, old)
             else:
                 target = new if fresh else self.emitter(scope, None).identity(new)
             self._take_output_slot(scope, index, old, target)
@@ -429,9 +435,11 @@ class Folder:
                 continue
             node.replace_input_with(index, self.materialize(seq, scope, node, value))
             self.applied("canonical-sequence-input", node, f"input {index} as SequenceConstruct")
+        why = "; ".join(self.loop_reasons.get(node, ()))
+        produced = f"sequence comes from {label(node)}" + (f" ({why})" if why else "")
         for out in node.outputs:
             if out not in self.state and isinstance(out.type, ir.SequenceType | ir.OptionalType):
-                self.state[out] = Unknown(f"sequence produced by {label(node)}")
+                self.state[out] = Unknown(produced)
         if node.op_type in SEQUENCE_OPS and node not in self.reasons:
             self.reasons[node] = f"{node.op_type} is not statically resolvable here"
 
@@ -458,6 +466,41 @@ class Folder:
                     f"{len(seq)} elements",
                 )
             )
+
+
+def drop_subgraphs(node: ir.Node) -> None:
+    """Detach the subgraphs of a node whose work was inlined: their nodes stop counting as
+    uses of outer values, so dead-code removal can drop what only they read."""
+    for name in list(node.attributes):
+        attr = node.attributes[name]
+        if attr.is_ref() or attr.type not in (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS):
+            continue
+        graphs = [attr.as_graph()] if attr.type == ir.AttributeType.GRAPH else attr.as_graphs()
+        for graph in graphs:
+            for inner in ir.traversal.RecursiveGraphIterator(graph):
+                for index in range(len(inner.inputs)):
+                    inner.replace_input_with(index, None)
+        node.attributes.pop(name)
+
+
+def remove_dead_nodes(model: ir.Model) -> None:
+    """onnx_ir's dead-code removal, until what only a removed node's subgraphs read is gone too
+    (their nodes still count as uses of outer values until the subgraphs are detached)."""
+    while True:
+        holders = [
+            node
+            for node in all_nodes(model)
+            if any(
+                not a.is_ref() and a.type in (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS)
+                for a in node.attributes.values()
+            )
+        ]
+        common_passes.RemoveUnusedNodesPass()(model)
+        removed = [node for node in holders if node.graph is None]
+        if not removed:
+            return
+        for node in removed:
+            drop_subgraphs(node)
 
 
 UNROLLS: list[Callable[[Folder, ir.Node], bool]] = []
@@ -932,7 +975,7 @@ class FoldSequencesPass(ir.passes.InPlacePass):
                     d.value for d in value.shape if isinstance(d, ir.SymbolicDim) and d.value
                 )
         folder.run_model(model, opset)
-        common_passes.RemoveUnusedNodesPass()(model)
+        remove_dead_nodes(model)
         if folder.created:
             # onnx_ir names new values per graph ("val_0"), which can repeat a name of an
             # enclosing graph; ONNX wants names unique across nested scopes.

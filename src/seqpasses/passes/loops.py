@@ -286,10 +286,17 @@ def _unroll_blocker(f: Folder, node: ir.Node, body: ir.Graph, opset: int) -> str
         return "the body's inputs and outputs do not match the Loop's"
     if not _stays_true(f, body.outputs[0], body.inputs[1]):
         return "the body's condition output is not provably true (a loop with a break)"
-    if opset < 14 and any(
-        o.is_graph_output() and not isinstance(o.type, ir.TensorType) for o in node.outputs
-    ):
-        return "a non-tensor graph output would need Identity, which opset < 14 lacks"
+    if opset < 14:
+        carried = len(node.inputs) - 2
+        for k, out in enumerate(node.outputs[:carried]):
+            if not out.is_graph_output() or isinstance(out.type, ir.TensorType):
+                continue
+            result = body.outputs[1 + k]
+            passed = result is body.inputs[2 + k] or result.graph is not body
+            if passed and f.static(node.inputs[2 + k]) is None:
+                # the output would be an outer sequence renamed: Identity, which opset < 14
+                # does not have for sequences
+                return "a sequence graph output would need Identity, which opset < 14 lacks"
     return ""
 
 
@@ -451,6 +458,10 @@ def _try_scan_output(
 
     # -- the loop node: one carried value fewer, one scan output more
     inputs = [v for k, v in enumerate(node.inputs) if k != 2 + j]
+    if len(inputs) == 2 and inputs[1] is None:
+        # an absent condition as the last input would vanish when saved, and Loop needs the
+        # slot: a constant true means the same
+        inputs[1] = f.emitter(scope, node).constant(np.array(True))
     new = ir.Node(
         "",
         "Loop",
