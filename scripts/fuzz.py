@@ -1,6 +1,7 @@
 """A long fuzz campaign: random sequence programs, optimized and verified.
 
-Usage: python scripts/fuzz.py --examples 5000 [--seed 0]
+Usage: python scripts/fuzz.py --examples 5000 [--seed 0] [--loops]
+(--loops: programs built around a Loop that carries a list, instead of straight-line ones)
 Prints the number of programs run and any failure (with the program) and exits non-zero on one.
 """
 
@@ -15,7 +16,7 @@ from hypothesis import HealthCheck, given, seed, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from fuzz_programs import programs
+from fuzz_programs import loop_programs, programs
 from test_fuzz import check_program
 
 
@@ -23,6 +24,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--loops", action="store_true", help="fuzz loops that carry lists")
     args = parser.parse_args()
     count = 0
 
@@ -33,7 +35,7 @@ def main() -> int:
         database=None,
         suppress_health_check=list(HealthCheck),
     )
-    @given(programs())
+    @given(loop_programs() if args.loops else programs())
     def campaign(model):  # type: ignore[no-untyped-def]
         nonlocal count
         count += 1
@@ -47,7 +49,8 @@ def main() -> int:
         for note in getattr(error, "__notes__", []):
             print(note)
         return 1
-    print(f"{count} programs, 0 failures, {time.perf_counter() - start:.0f} s (seed {args.seed})")
+    kind = "loop programs" if args.loops else "programs"
+    print(f"{count} {kind}, 0 failures, {time.perf_counter() - start:.0f} s (seed {args.seed})")
     return 0
 
 

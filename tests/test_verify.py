@@ -143,3 +143,36 @@ g (float[2] a) => (seq(float[2]) y) {
     optimized = seqpasses.optimize(model)
     assert [n.op_type for n in optimized.graph.node] == ["SequenceEmpty"]
     assert seqpasses.verify(model, optimized).ok
+
+
+def test_reference_fault_loop_scan_outputs_are_concatenated_not_stacked() -> None:
+    model = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,3] x) => (float[?,?,?] y) {
+  n = Constant<value = int64 {2}>()
+  t = Constant<value = bool {1}>()
+  y = Loop(n, t) <body = body (int64 i, bool c) => (bool co, float[2,3] e) {
+    co = Identity(c)
+    e = Identity(x)
+  }>
+}""")
+    feeds = {"x": np.ones((2, 3), np.float32)}
+    (plain,) = ReferenceEvaluator(model).run(None, feeds)
+    assert plain.shape == (4, 3)  # the fault: np.vstack joins [2,3] elements into [4,3]
+    (fixed,) = ReferenceEvaluator(model, new_ops=list(REFERENCE_OVERRIDES)).run(None, feeds)
+    assert fixed.shape == (2, 2, 3)  # the spec: scan outputs stacked on a new axis 0
+
+
+def test_reference_fault_loop_with_an_absent_condition_runs_no_iteration() -> None:
+    model = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] x) => (float[2] y) {
+  n = Constant<value = int64 {2}>()
+  y = Loop(n, "", x) <body = body (int64 i, bool c, float[2] h) => (bool co, float[2] ho) {
+    co = Identity(c)
+    ho = Add(h, h)
+  }>
+}""")
+    feeds = {"x": np.ones(2, np.float32)}
+    (plain,) = ReferenceEvaluator(model).run(None, feeds)
+    assert plain.tolist() == [1.0, 1.0]  # the fault: no iteration at all
+    (fixed,) = ReferenceEvaluator(model, new_ops=list(REFERENCE_OVERRIDES)).run(None, feeds)
+    assert fixed.tolist() == [4.0, 4.0]  # the spec: an absent condition is true

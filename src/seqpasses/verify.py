@@ -109,8 +109,8 @@ class Loop(_ReferenceLoop):
     """Loop whose scan outputs are stacked along a new axis 0, as the spec says.
 
     The reference joins them with ``np.vstack``, which concatenates rank >= 2 outputs
-    (``[M*4, 3]`` instead of ``[M, 4, 3]``), and hands the body ``None`` for an absent
-    condition (the spec: true).
+    (``[M*4, 3]`` instead of ``[M, 4, 3]``), and runs no iteration at all when the condition
+    is absent (the spec: an absent condition is true).
     """
 
     op_domain = ""
