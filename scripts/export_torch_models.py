@@ -249,6 +249,17 @@ class UnbindRunTimeIndex(nn.Module):
         return parts[i] * 2.0, len(parts)
 
 
+class DecodeLoop(nn.Module):
+    """Decoding-style: ys = [x]; repeat a run-time number of times (zero included):
+    ys.append(f(ys[-1])); torch.stack(ys)."""
+
+    def forward(self, x: Tensor, steps: Tensor) -> Tensor:
+        ys: list[Tensor] = [x]
+        for _ in range(int(steps.item())):
+            ys.append(torch.tanh(ys[-1] * 2.0) + 1.0)
+        return torch.stack(ys)
+
+
 @dataclass
 class Case:
     name: str
@@ -364,6 +375,14 @@ def _cases() -> list[Case]:
             False,
             {"x": {1: "m"}},
             ((rand(2, 2), -1), (rand(2, 7), 0)),
+        ),
+        Case(
+            "decode_loop",
+            DecodeLoop,
+            (rand(2, 3), torch.tensor(3)),
+            ["x", "steps"],
+            False,
+            more=((rand(2, 3), torch.tensor(0)), (rand(2, 3), torch.tensor(6))),
         ),
     ]
 

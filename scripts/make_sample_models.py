@@ -99,7 +99,8 @@ if_reads_list (bool flag, float[2] a, float[2] b) => (float[2] y) {
     e = Neg(x)
   }>
 }""",
-    # what seqpasses must leave: a position and a trip count known only at run time
+    # what seqpasses must leave: an erase at a run-time position, and a loop with a run-time
+    # trip count whose body reads its list at the loop counter
     "run_time_reads": """<ir_version: 8, opset_import: ["" : 18]>
 run_time_reads (float[4,3] x, int64 i, int64 steps) => (float[3] row, float[?,3] grown, int64 n) {
   rows = SplitToSequence<axis = 0, keepdims = 0>(x)
@@ -107,10 +108,9 @@ run_time_reads (float[4,3] x, int64 i, int64 steps) => (float[3] row, float[?,3]
   rest = SequenceErase(rows, i)
   n = SequenceLength(rest)
   t = Constant<value = bool {1}>()
-  last = Constant<value = int64 {-1}>()
   final = Loop(steps, t, rows) <body = body (int64 k, bool c, seq(float) s) => (bool co, seq(float) so) {
     co = Identity(c)
-    prev = SequenceAt(s, last)
+    prev = SequenceAt(s, k)
     next = Neg(prev)
     so = SequenceInsert(s, next)
   }>

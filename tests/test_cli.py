@@ -195,19 +195,51 @@ def test_skip_and_only_reach_the_passes(tmp_path: Path) -> None:
 
 
 def test_max_unroll_bounds_unrolling_and_says_why(tmp_path: Path) -> None:
-    model = SAMPLES / "torch" / "ts_loop_reads_list.onnx"  # a Loop of 2 iterations reading l[-1]
-    unrolled = run_cli("optimize", model, "-o", tmp_path / "a.onnx", "-v")
-    assert unrolled.returncode == 0
-    assert "rewrite loop-unroll: Loop '/Loop' 2 iterations" in unrolled.stdout
+    # l = [a, b]; 3 times: l.append(l[-2] + l[-1]) (a read two back: no carried form)
+    model = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
+g (float[2] a, float[2] b) => (float[5,2] y) {
+  s = SequenceConstruct(a, b)
+  n = Constant<value = int64 {3}>()
+  t = Constant<value = bool {1}>()
+  final = Loop(n, t, s) <body = body (int64 i, bool c, seq(float) l) => (bool co, seq(float) lo) {
+    co = Identity(c)
+    two = Constant<value = int64 {-2}>()
+    one = Constant<value = int64 {-1}>()
+    x = SequenceAt(l, two)
+    z = SequenceAt(l, one)
+    w = Add(x, z)
+    lo = SequenceInsert(l, w)
+  }>
+  y = ConcatFromSequence<axis = 0, new_axis = 1>(final)
+}""")
+    source = tmp_path / "fib.onnx"
+    onnx.save(model, source)
+    unrolled = run_cli("optimize", source, "-o", tmp_path / "a.onnx", "-v", "--check")
+    assert unrolled.returncode == 0, unrolled.stderr
+    assert "rewrite loop-unroll: Loop 3 iterations" in unrolled.stdout, unrolled.stdout
     out = onnx.load(tmp_path / "a.onnx")
     assert sequence_op_count(out) == 0 and "Loop" not in op_counts(out)
 
-    kept = run_cli("optimize", model, "-o", tmp_path / "b.onnx", "--max-unroll", "1")
+    kept = run_cli("optimize", source, "-o", tmp_path / "b.onnx", "--max-unroll", "2")
     assert kept.returncode == 0
-    assert "trip count 2 is above --max-unroll 1" in kept.stdout
+    assert "trip count 3 is above --max-unroll 2" in kept.stdout
     assert sequence_op_count(onnx.load(tmp_path / "b.onnx")) > 0
-    inspect = run_cli("inspect", model)
-    assert inspect.stdout.splitlines()[-1] == "5 sequence ops: 5 would be removed, 0 left"
+    inspect = run_cli("inspect", source, "--max-unroll", "2")
+    assert "trip count 3 is above --max-unroll 2" in inspect.stdout
+
+
+def test_a_loop_reading_its_list_with_a_run_time_trip_count_carries_what_it_reads(
+    tmp_path: Path,
+) -> None:
+    # ts_loop_reads_list reads l[-1] and len(l) in its body: unrolled by default; without
+    # unrolling those reads become n0 + i and a carried last element, then a scan output
+    model = SAMPLES / "torch" / "ts_loop_reads_list.onnx"
+    result = run_cli("optimize", model, "-o", tmp_path / "b.onnx", "--max-unroll", "0", "-v")
+    assert result.returncode == 0, result.stderr
+    assert "rewrite loop-lift-reads" in result.stdout
+    assert "rewrite loop-append-to-scan-output" in result.stdout
+    out = onnx.load(tmp_path / "b.onnx")
+    assert sequence_op_count(out) == 0 and op_counts(out)["Loop"] == 1
 
 
 def test_inspect_explains_a_loop_it_cannot_rewrite() -> None:

@@ -45,6 +45,7 @@ EXPECTED_REWRITES = {
     "ts11_append_dynamic_cat": "concat-of-split",
     "ts11_stack_columns": "concat-of-split",
     "ts11_unbind_dynamic_loop": "sequence-at-split",
+    "ts_decode_loop": "loop-lift-reads",
 }
 
 

@@ -176,3 +176,26 @@ g (float[2] x) => (float[2] y) {
     assert plain.tolist() == [1.0, 1.0]  # the fault: no iteration at all
     (fixed,) = ReferenceEvaluator(model, new_ops=list(REFERENCE_OVERRIDES)).run(None, feeds)
     assert fixed.tolist() == [4.0, 4.0]  # the spec: an absent condition is true
+
+
+def test_zero_iterations_give_scan_outputs_as_onnx_runtime_does() -> None:
+    model = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 17]>
+g (int32[2,3] x, int64 n) => (int32[?,2,3] y, float[?] z) {
+  t = Constant<value = bool {1}>()
+  y, z = Loop(n, t) <body = body (int64 i, bool c) => (bool co, int32[2,3] e, float[] f) {
+    co = Identity(c)
+    e = Identity(x)
+    f = Cast<to = 1>(i)
+  }>
+}""")
+    feeds = {"x": np.ones((2, 3), np.int32), "n": np.array(0)}
+    with pytest.raises(ValueError, match="at least one array"):  # the fault: vstack of nothing
+        ReferenceEvaluator(model).run(None, feeds)
+    y, z = ReferenceEvaluator(model, new_ops=list(REFERENCE_OVERRIDES)).run(None, feeds)
+    assert y.shape == (0, 2, 3) and y.dtype == np.int32
+    assert z.shape == (0,) and z.dtype == np.float32
+    session = pytest.importorskip("onnxruntime").InferenceSession(
+        model.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    ort_y, ort_z = session.run(None, feeds)
+    assert ort_y.shape == y.shape and ort_z.shape == z.shape

@@ -22,7 +22,7 @@ from seqpasses.batch import run_batch
 from seqpasses.inference import fill_shapes_in_place, shape_facts
 from seqpasses.io import BadInputError, load_model, save_model, uses_external_data
 from seqpasses.passes.fold import REWRITES, select_rewrites
-from seqpasses.report import SEQUENCE_OPS, Report, all_nodes
+from seqpasses.report import SEQUENCE_OPS, Report, Rewrite, all_nodes
 from seqpasses.verify import VerifyReport, verify
 
 __all__ = ["main"]
@@ -354,17 +354,19 @@ def _optimize(args: argparse.Namespace) -> int:
         print(report.table())
         if args.verbose:
             for rewrite in report.rewrites:
-                print(
-                    f"  rewrite {rewrite.rule}: {rewrite.op_type} '{rewrite.node}' {rewrite.detail}"
-                )
+                print(f"  rewrite {rewrite.rule}: {_named(rewrite)} {rewrite.detail}")
         for left in report.left:
-            print(f"  left {left.op_type} '{left.node}' ({left.graph or 'main'}): {left.detail}")
+            print(f"  left {_named(left)} ({left.graph or 'main'}): {left.detail}")
         for note in report.notes:
             print(f"  note: {note}")
         if verdict is not None:
             print(verdict)
         print(f"wrote {args.output}")
     return 0
+
+
+def _named(entry: Rewrite) -> str:
+    return f"{entry.op_type} '{entry.node}'" if entry.node else entry.op_type
 
 
 def _write_report(

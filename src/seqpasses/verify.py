@@ -151,8 +151,25 @@ class Loop(_ReferenceLoop):
                 inputs[name] = value
             it += 1
         final = [inputs[name] for name in names[2:]]
-        final.extend(np.stack(x) if x else np.empty((0,), dtype=np.float32) for x in scans)
+        types = self.body.output_types  # type: ignore[attr-defined]
+        for k, values in enumerate(scans):
+            final.append(
+                np.stack(values) if values else _no_iteration(types[len(types) - self.K + k])
+            )
         return self._check_and_fix_outputs(tuple(final))
+
+
+def _no_iteration(type_proto: onnx.TypeProto) -> np.ndarray:
+    """A scan output after zero iterations, as ONNX Runtime makes it: ``[0, *dims]`` when the
+    body declares its output with numbers only, else ``[0]``."""
+    tensor = type_proto.tensor_type
+    dtype = np.dtype(
+        onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type) if tensor.elem_type else np.float32
+    )
+    dims = [int(d.dim_value) for d in tensor.shape.dim if d.HasField("dim_value")]
+    known = tensor.HasField("shape") and len(dims) == len(tensor.shape.dim)
+    shape: tuple[int, ...] = (0, *dims) if known else (0,)
+    return np.empty(shape, dtype=dtype)
 
 
 class _SplitToSequenceBase(OpRun):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
+from seqpasses.dims import contradicts, fill_shape
 from seqpasses.emit import Emitter
 from seqpasses.passes.control import drop_subgraphs, inline_graph
 from seqpasses.passes.fold import TRANSFER, UNROLLS, Folder, Scope, label
@@ -123,7 +124,9 @@ def _dim_key(dim: object) -> object:
     return dim if isinstance(dim, int) else getattr(dim, "value", None) or object()
 
 
-def _append_pattern(f: Folder, body: ir.Graph, j: int) -> tuple[ir.Node, ir.Value, bool] | None:
+def _append_pattern(
+    f: Folder, body: ir.Graph, j: int, ignore: set[ir.Node] | frozenset[ir.Node] = frozenset()
+) -> tuple[ir.Node, ir.Value, bool] | None:
     """The SequenceInsert that grows carried value ``j`` by one element per iteration, the
     tensor it inserts, and whether it inserts at the front (constant position 0:
     ``l.insert(0, x)``) rather than at the back."""
@@ -139,7 +142,7 @@ def _append_pattern(f: Folder, body: ir.Graph, j: int) -> tuple[ir.Node, ir.Valu
     if front and f.const_int(position)[0] != 0:  # type: ignore[arg-type]
         return None
     if (
-        len(carried_in.uses()) != 1
+        len([u for u in carried_in.uses() if u.node not in ignore]) != 1
         or carried_out.uses()
         or sum(o is carried_out for o in body.outputs) != 1
     ):
@@ -225,10 +228,146 @@ def _loop(f: Folder, node: ir.Node, scope: Scope) -> bool:
             f.reasons[read] = (
                 f"{f.reasons.get(read, read.op_type)}; {label(node)} not unrolled: {why}"
             )
-    if reads and "loop-scan" not in f.options.disabled and _scan_outputs(f, node, scope, body):
-        return True
+    if reads and "loop-scan" not in f.options.disabled:
+        lifted = _lift_reads(f, node, scope, body)
+        if lifted is not None:
+            f.applied("loop-lift-reads", node, "reads of the list it appends to")
+            node = lifted
+        if _scan_outputs(f, node, scope, body) or lifted is not None:
+            return True
     _infer_scan_shapes(f, node, scope, body)
     return False
+
+
+def _lift_reads(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph) -> ir.Node | None:
+    """In a loop that appends one element per iteration to a list that starts static, the
+    body's reads of that list become values it already has: ``len(l)`` -> ``n0 + i``,
+    ``l[p]`` of an initial element -> that element, ``l[-1]`` -> the last element appended,
+    carried as a new loop value. The list is then append-only and can become a scan output.
+    Returns the Loop that replaces ``node`` (``node`` itself when no value was added), or None
+    when there is nothing it can lift."""
+    body_scope = Scope(
+        body, f"{scope.path}/{node.name or node.op_type}.body", scope.opset, scope.shapes
+    )
+    carried = len(node.inputs) - 2
+    lasts: list[tuple[int, list[ir.Node]]] = []  # carried index, its l[-1] reads
+    lifted = False
+    for j in range(carried):
+        initial = f.static(node.inputs[2 + j])
+        plan = _lift_plan(f, body, j, initial) if initial is not None else None
+        if plan is None or initial is None:
+            continue
+        _, readers = plan
+        last_reads: list[ir.Node] = []
+        for reader, kind in readers:
+            if kind == "last":
+                last_reads.append(reader)
+                continue
+            if kind == "length":
+                emit = f.emitter(body_scope, reader)
+                count = body.inputs[0]
+                value = (
+                    emit.op("Add", [count, emit.constant(np.array(len(initial), dtype=np.int64))])
+                    if len(initial)
+                    else count
+                )
+                value.type, value.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([])
+            else:
+                position, _ = f.const_int(reader.inputs[1])  # type: ignore[arg-type]
+                assert position is not None
+                value = initial.elements[position]
+            f.replace(reader.outputs[0], value, body_scope)
+            _detach(body, reader)
+            lifted = True
+        if last_reads:
+            lasts.append((j, last_reads))
+    if not lasts:
+        return node if lifted else None
+    # l[-1]: the element appended last, carried (the initial list's last one to begin with)
+    new_inputs = list(node.inputs)
+    for j, last_reads in lasts:
+        initial = f.static(node.inputs[2 + j])
+        found = _append_pattern(f, body, j, ignore=set(last_reads))
+        assert initial is not None and found is not None
+        tensor = found[1]
+        element = initial.elements[-1]
+        last_in = ir.Value(
+            name=f"{body.inputs[2 + j].name or 'list'}_last",
+            type=element.type or tensor.type or ir.TensorType(initial.dtype or ir.DataType.FLOAT),
+        )
+        body.inputs.append(last_in)
+        for reader in last_reads:
+            f.replace(reader.outputs[0], last_in, body_scope)
+            _detach(body, reader)
+        if tensor.graph is not body or tensor.is_graph_input():
+            ident = ir.node("Identity", [tensor])
+            body.insert_before(found[0], ident)
+            ident.outputs[0].type = tensor.type
+            tensor = ident.outputs[0]
+        body.outputs.insert(len(new_inputs) - 1, tensor)
+        new_inputs.append(initial.elements[-1])
+    added = len(lasts)
+    new = ir.Node(
+        "",
+        "Loop",
+        new_inputs,
+        [ir.Attr("body", ir.AttributeType.GRAPH, body)],
+        num_outputs=len(node.outputs) + added,
+        name=node.name,
+    )
+    scope.graph.insert_before(node, new)
+    f.created.add(new)
+    kept = list(new.outputs[:carried]) + list(new.outputs[carried + added :])
+    for old, fresh in zip(node.outputs, kept, strict=True):
+        fresh.type, fresh.shape = old.type, old.shape
+        if old in f.state:
+            f.state[fresh] = f.state[old]
+        f.replace(old, fresh, scope)
+    node.attributes.pop("body")
+    return new
+
+
+def _lift_plan(
+    f: Folder, body: ir.Graph, j: int, initial: StaticSequence
+) -> tuple[ir.Node, list[tuple[ir.Node, str]]] | None:
+    """The append of carried list ``j`` and how each other read of it is lifted, or None."""
+    carried_in = body.inputs[2 + j]
+    readers = [u.node for u in carried_in.uses()]
+    inserts = [
+        r for r in readers if r.op_type == "SequenceInsert" and r.outputs[0] is body.outputs[1 + j]
+    ]
+    if len(inserts) != 1:
+        return None
+    found = _append_pattern(f, body, j, ignore=set(readers) - set(inserts))
+    if found is None or found[2]:
+        return None
+    plan: list[tuple[ir.Node, str]] = []
+    for reader in readers:
+        if reader is found[0]:
+            continue
+        if reader.graph is not body or reader.domain not in ("", "ai.onnx"):
+            return None
+        if reader.op_type == "SequenceLength":
+            plan.append((reader, "length"))
+            continue
+        if reader.op_type != "SequenceAt" or len(reader.inputs) < 2 or reader.inputs[1] is None:
+            return None
+        if reader.inputs[0] is not carried_in:
+            return None
+        position, _ = f.const_int(reader.inputs[1])
+        if position == -1 and len(initial) >= 1:
+            plan.append((reader, "last"))
+        elif position is not None and 0 <= position < len(initial):
+            plan.append((reader, "initial"))
+        else:
+            return None
+    return found[0], plan
+
+
+def _detach(graph: ir.Graph, node: ir.Node) -> None:
+    for k in range(len(node.inputs)):
+        node.replace_input_with(k, None)
+    graph.remove(node, safe=True)
 
 
 def _infer_scan_shapes(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph) -> None:
@@ -397,6 +536,18 @@ def _shape_dim(f: Folder, scope: Scope, value: ir.Value) -> int | ir.SymbolicDim
     return dim if _stable(f, ir.Shape([dim])) else None
 
 
+def _needs_empty_fix(
+    f: Folder, scope: Scope, node: ir.Node, body: ir.Graph, initial: StaticSequence
+) -> bool:
+    """Whether the list starts with elements and the loop may run zero times: a scan output
+    after zero iterations has no reliable shape (ONNX Runtime makes it ``[0]`` unless the body
+    declares numbers only), so the rewrite reshapes it like the initial elements."""
+    if not len(initial):
+        return False
+    runs = _iterations(f, scope, node, body)
+    return not (isinstance(runs, int) and runs >= 1)
+
+
 def _scan_blocker(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph, j: int) -> str:
     """Why carried value ``j`` cannot become a scan output (empty when it can)."""
     initial = f.static(node.inputs[2 + j])
@@ -413,6 +564,13 @@ def _scan_blocker(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph, j: int
     shape = _appended_shape(f, scope, node, body, found[1])
     if shape is None:
         return "the appended element's shape is not provably the same every iteration"
+    if _needs_empty_fix(f, scope, node, body, initial) and not all(
+        _same((e.type, scope.shapes.shape(e)), (e.type, shape)) for e in initial.elements
+    ):
+        return (
+            "the loop may run zero times and the elements the list starts with are not "
+            "provably of the appended element's shape"
+        )
     for use in final.uses():
         reader = use.node
         if reader.op_type not in _READERS or reader.graph is not scope.graph:
@@ -451,6 +609,13 @@ def _try_scan_output(
     out_index = 1 + j
     body.outputs.pop(out_index)
     body.outputs.append(tensor)
+    # declared, so that a runtime can shape the output of zero iterations ([0, 3], not [0])
+    tensor.type = tensor.type or found[1].type
+    tensor.shape = (
+        shape
+        if contradicts(tensor.shape, shape)
+        else fill_shape(tensor.shape, shape, numbers_win=True)
+    )
     for k in range(len(insert.inputs)):
         insert.replace_input_with(k, None)
     body.remove(insert, safe=True)
@@ -481,6 +646,16 @@ def _try_scan_output(
     runs = _iterations(f, scope, new, body)
     stacked.shape = ir.Shape([ir.SymbolicDim(None) if runs is None else runs, *shape])
     f.proven.add(stacked)
+    if _needs_empty_fix(f, scope, new, body, initial):
+        # zero iterations must still give [0, *element shape]: the initial elements have it
+        emit = f.emitter(scope, node)
+        element_shape = emit.op("Shape", [initial.elements[-1]])
+        element_shape.type = ir.TensorType(ir.DataType.INT64)
+        target = emit.concat([emit.int64s([-1]), element_shape], 0)
+        fixed = emit.op("Reshape", [stacked, target])
+        fixed.type, fixed.shape = stacked.type, stacked.shape
+        f.proven.add(fixed)
+        stacked = fixed
     if front:  # inserted at the front each time: the list is the scan output reversed
         emit = f.emitter(scope, node)
         reversed_ = emit.op(
