@@ -904,7 +904,8 @@ REWRITES: dict[str, str] = {
     "if-inline": "inline the taken branch of an If whose condition is a constant",
     "sequence-map": "inline SequenceMap over static sequences, one body copy per element",
     "optional": "pass values through Optional / OptionalGetElement; fold OptionalHasElement",
-    "loop-scan": "turn a Loop that appends to a list into a Loop with a scan output",
+    "loop-scan": "turn a Loop that appends to a list into a Loop with a scan output "
+    "(the body's len(l) and l[-1] become values it carries)",
     "loop-unroll": "unroll a Loop with a constant trip count (<= --max-unroll) that reads "
     "a sequence",
 }
