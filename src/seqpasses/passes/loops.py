@@ -81,15 +81,27 @@ def _body_shapes(
 def _appended_shape(
     f: Folder, scope: Scope, node: ir.Node, body: ir.Graph, tensor: ir.Value
 ) -> ir.Shape | None:
-    """The shape ``tensor`` has in every iteration, proven by induction, or None.
+    """The shape ``tensor`` has in every iteration, proven by induction (:func:`_induction`),
+    or None."""
+    if tensor.graph is not body:
+        shape = scope.shapes.shape(tensor)
+        return shape if _stable(f, shape) else None
+    known, _ = _induction(f, scope, node, body)
+    type_, shape = known.get(tensor, (None, None))
+    if tensor.type is None:
+        tensor.type = type_
+    return shape if _stable(f, shape) else None
+
+
+def _induction(
+    f: Folder, scope: Scope, node: ir.Node, body: ir.Graph
+) -> tuple[dict[ir.Value, TypeAndShape], list[TypeAndShape | None]]:
+    """The body's types and shapes, and the carried values proven to keep their initial shape.
 
     Each loop-carried tensor is assumed to keep its initial shape; the body is inferred under
     that assumption, and an assumption its own output does not reproduce is dropped (that
     value's shape is then unknown) until the assumptions hold.
     """
-    if tensor.graph is not body:
-        shape = scope.shapes.shape(tensor)
-        return shape if _stable(f, shape) else None
     carried: list[TypeAndShape | None] = []
     for initial in node.inputs[2:]:
         if initial is None:
@@ -106,12 +118,20 @@ def _appended_shape(
             if given is not None and not _same(known.get(body.outputs[1 + j]), given)
         ]
         if not broken:
-            type_, shape = known.get(tensor, (None, None))
-            if tensor.type is None:
-                tensor.type = type_
-            return shape if _stable(f, shape) else None
+            return known, carried
         for j in broken:
             carried[j] = None
+
+
+def _prove_carried_shapes(f: Folder, scope: Scope, node: ir.Node, body: ir.Graph) -> None:
+    """Final values of carried tensors that keep their shape get it (``h`` of an RNN loop),
+    in place of a missing or made-up declared one."""
+    _, carried = _induction(f, scope, node, body)
+    for out, proven in zip(node.outputs, carried, strict=False):
+        if proven is None or proven[1] is None or contradicts(out.shape, proven[1]):
+            continue
+        out.type = out.type or proven[0]
+        out.shape = fill_shape(out.shape, proven[1], numbers_win=True)
 
 
 def _same(a: TypeAndShape | None, b: TypeAndShape) -> bool:
@@ -373,6 +393,7 @@ def _detach(graph: ir.Graph, node: ir.Node) -> None:
 def _infer_scan_shapes(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph) -> None:
     """Give a Loop's scan outputs with no declared shape the one induction proves, so that
     what reads them (a split of the stacked values, say) can be lowered."""
+    _prove_carried_shapes(f, scope, node, body)
     carried = len(node.inputs) - 2
     for index, value in enumerate(body.outputs[1 + carried :]):
         out = node.outputs[carried + index] if carried + index < len(node.outputs) else None
@@ -674,6 +695,7 @@ def _try_scan_output(
     for reader in readers:
         _rewrite_reader(f, scope, reader, stacked, rank, initial)
     node.attributes.pop("body")
+    _prove_carried_shapes(f, scope, new, body)
     return new
 
 
