@@ -16,7 +16,6 @@ from collections.abc import Mapping
 
 import numpy as np
 import onnx_ir as ir
-from onnx_ir._cloner import Cloner
 
 from seqpasses.passes.fold import TRANSFER, Folder, Scope, drop_subgraphs
 from seqpasses.sequence import StaticSequence
@@ -31,36 +30,32 @@ def inline_graph(
 
     The copies are walked at once, so static sequences inside them are known to what follows.
     """
-    value_map: dict[ir.Value, ir.Value | None] = dict(inputs)
     base = anchor.name or anchor.op_type
-    for name, init in body.initializers.items():
-        copy = ir.Value(
-            name=f.next_name(base, name).replace("/", "_"),
-            type=init.type,
-            shape=init.shape,
-            const_value=init.const_value,
-        )
+    copy = body.clone(allow_outer_scope_values=True)
+    bound = {
+        mine: inputs.get(theirs) for theirs, mine in zip(body.inputs, copy.inputs, strict=True)
+    }
+    outputs = [bound.get(out) or out for out in copy.outputs]
+    copy.outputs.clear()
+    for mine, value in bound.items():
+        if value is not None:
+            mine.replace_all_uses_with(value)
+    copy.inputs.clear()
+    for name in list(copy.initializers):
+        init = copy.initializers.pop(name)
+        init.name = f.next_name(base, name).replace("/", "_")
         if isinstance(scope.graph, ir.Graph):
-            scope.graph.register_initializer(copy)
-        value_map[init] = copy
-    cloner = Cloner(
-        attr_map={}, value_map=value_map, metadata_props={}, allow_outer_scope_values=True
-    )
-    nodes = []
-    for node in body:
-        new = cloner.clone_node(node)
+            scope.graph.register_initializer(init)
+    nodes = list(copy)
+    copy.remove(nodes)
+    for new, node in zip(nodes, body, strict=True):
         new.name = f.next_name(base, node.name or node.op_type)
         for out in new.outputs:
             out.name = None
-        nodes.append(new)
     scope.graph.insert_before(anchor, nodes)
     f.created.update(nodes)
     for node in nodes:
         f.visit(node, scope)
-    outputs = []
-    for out in body.outputs:
-        mapped = value_map.get(out, out)
-        outputs.append(mapped if mapped is not None else out)
     return nodes, outputs
 
 
