@@ -260,6 +260,29 @@ class DecodeLoop(nn.Module):
         return torch.stack(ys)
 
 
+class BranchOnLength(nn.Module):
+    """A list appended in a loop over a run-time dim, then stacked inside both branches of an
+    if on its length."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        rows: list[Tensor] = []
+        for i in range(x.size(0)):
+            rows.append(x[i] * 2.0)
+        if len(rows) > 2:
+            return torch.stack(rows) + 1.0
+        return torch.stack(rows)
+
+
+class SumUnbind(nn.Module):
+    """A running sum over x.unbind(0) with the unbound dim known only at run time."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        acc = torch.zeros_like(x[0])
+        for t in x.unbind(0):
+            acc = acc + t
+        return acc
+
+
 @dataclass
 class Case:
     name: str
@@ -383,6 +406,24 @@ def _cases() -> list[Case]:
             ["x", "steps"],
             False,
             more=((rand(2, 3), torch.tensor(0)), (rand(2, 3), torch.tensor(6))),
+        ),
+        Case(
+            "branch_on_length",
+            BranchOnLength,
+            (rand(3, 4),),
+            ["x"],
+            False,
+            {"x": {0: "n"}},
+            ((rand(1, 4),), (rand(5, 4),)),
+        ),
+        Case(
+            "sum_unbind",
+            SumUnbind,
+            (rand(3, 4),),
+            ["x"],
+            False,
+            {"x": {0: "n"}},
+            ((rand(1, 4),), (rand(6, 4),)),
         ),
     ]
 

@@ -46,6 +46,8 @@ EXPECTED_REWRITES = {
     "ts11_stack_columns": "concat-of-split",
     "ts11_unbind_dynamic_loop": "sequence-at-split",
     "ts_decode_loop": "loop-lift-reads",
+    "ts_branch_on_length": "loop-append-to-scan-output",
+    "ts_sum_unbind": "sequence-at-split",
 }
 
 

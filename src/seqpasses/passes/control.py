@@ -52,6 +52,9 @@ def inline_graph(
         new.name = f.next_name(base, node.name or node.op_type)
         for out in new.outputs:
             out.name = None
+            # a body's declared shapes are guesses, often true of one iteration only (an
+            # exporter's dim names would claim copies of different shapes are alike)
+            out.shape = None
     scope.graph.insert_before(anchor, nodes)
     f.created.update(nodes)
     for node in nodes:

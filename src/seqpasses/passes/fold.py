@@ -175,6 +175,7 @@ class Folder:
             if output is not value:
                 continue
             carried = len(node.inputs) - 2
+            shape: ir.Shape | None
             if node.op_type == "Loop" and k >= 1 + carried:
                 out = node.outputs[k - 1]
                 first = out.shape[0] if out.shape is not None and len(out.shape) else None
@@ -182,14 +183,30 @@ class Folder:
                     [first if first is not None else ir.SymbolicDim(None), *value.shape]
                 )
             elif node.op_type == "If":
-                out, shape = node.outputs[k], None
+                out = node.outputs[k]
+                branches = [
+                    a.as_graph()
+                    for a in node.attributes.values()
+                    if a.type == ir.AttributeType.GRAPH
+                ]
+                shape = _merge_shapes([b.outputs[k].shape for b in branches if len(b.outputs) > k])
             elif node.op_type == "Loop" and k >= 1:
-                out, shape = node.outputs[k - 1], None
+                # a carried value: the initial one after zero iterations, the body's after more
+                out = node.outputs[k - 1]
+                initial = node.inputs[k + 1] if k + 1 < len(node.inputs) else None
+                shape = _merge_shapes([initial.shape if initial is not None else None, value.shape])
             else:
                 continue
-            if out.shape is None or (shape is not None and not contradicts(out.shape, shape)):
+            if out.shape is None or not contradicts(
+                out.shape, value.shape if shape is None else shape
+            ):
                 continue
-            if shape is None and not contradicts(out.shape, value.shape):
+            if shape is None and out.is_graph_output():
+                # a graph output must declare a shape, and none fits every case: left as is
+                self.report.notes.append(
+                    f"'{out.name}': declared shape {_shape_text(out.shape)} may not hold after "
+                    "the rewrite (its rank differs between iterations or branches)"
+                )
                 continue
             self.report.notes.append(
                 f"'{out.name}': declared shape {_shape_text(out.shape)} follows the spec's "
@@ -501,6 +518,27 @@ def remove_dead_nodes(model: ir.Model) -> None:
             return
         for node in removed:
             drop_subgraphs(node)
+
+
+def _merge_shapes(shapes: list[ir.Shape | None]) -> ir.Shape | None:
+    """The shape every one of ``shapes`` fits (unknown where they differ), or None when a rank
+    is unknown or the ranks differ."""
+    known = [s for s in shapes if s is not None]
+    if not shapes or len(known) != len(shapes) or len({len(s) for s in known}) != 1:
+        return None
+    dims: list[int | ir.SymbolicDim] = []
+    for column in zip(*[list(s) for s in known], strict=True):
+        first = column[0]
+        same = all(_same_dim(d, first) for d in column)
+        dims.append(first if same else ir.SymbolicDim(None))
+    return ir.Shape(dims)
+
+
+def _same_dim(a: object, b: object) -> bool:
+    if isinstance(a, int) or isinstance(b, int):
+        return a == b
+    name = getattr(a, "value", None)
+    return name is not None and name == getattr(b, "value", None)
 
 
 UNROLLS: list[Callable[[Folder, ir.Node], bool]] = []

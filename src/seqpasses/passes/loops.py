@@ -442,6 +442,11 @@ def _unroll_blocker(f: Folder, node: ir.Node, body: ir.Graph, opset: int) -> str
     cond = node.inputs[1] if len(node.inputs) > 1 else None
     if cond is not None and not _is_true(f, cond):
         return "the loop condition is known only at run time"
+    if len(body.outputs) > len(node.inputs) - 1 and _reads_unlike_elements(f, body):
+        return (
+            "the body reads elements of different shapes and stacks what it makes into a "
+            "scan output (the loop fails at run time)"
+        )
     if len(body.inputs) != len(node.inputs) or len(body.outputs) < len(node.inputs) - 1:
         return "the body's inputs and outputs do not match the Loop's"
     if not _stays_true(f, body.outputs[0], body.inputs[1]):
@@ -458,6 +463,24 @@ def _unroll_blocker(f: Folder, node: ir.Node, body: ir.Graph, opset: int) -> str
                 # does not have for sequences
                 return "a sequence graph output would need Identity, which opset < 14 lacks"
     return ""
+
+
+def _reads_unlike_elements(f: Folder, body: ir.Graph) -> bool:
+    """Whether the body reads, at a run-time position, a static sequence whose elements are
+    not all of one shape."""
+    for node in _body_nodes(body):
+        if node.op_type != "SequenceAt" or not node.inputs or node.inputs[0] is None:
+            continue
+        seq = f.static(node.inputs[0])
+        if seq is None or len(seq) < 2:
+            continue
+        shapes = [e.shape for e in seq.elements]
+        if (
+            any(s is None for s in shapes)
+            or len({tuple(_dim_key(d) for d in s) for s in shapes if s is not None}) > 1
+        ):
+            return True
+    return False
 
 
 def _is_true(f: Folder, value: ir.Value) -> bool:
@@ -594,7 +617,7 @@ def _scan_blocker(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph, j: int
         )
     for use in final.uses():
         reader = use.node
-        if reader.op_type not in _READERS or reader.graph is not scope.graph:
+        if reader.op_type not in _READERS or reader.graph is None:
             return f"the final list is read by {label(reader)}, which has no scan-output form"
         why = _reader_ok(f, reader, shape, len(initial))
         if why:
@@ -693,10 +716,19 @@ def _try_scan_output(
         f.proven.add(reversed_)
         stacked = reversed_
     for reader in readers:
-        _rewrite_reader(f, scope, reader, stacked, rank, initial)
+        _rewrite_reader(f, _scope_of(scope, reader), reader, stacked, rank, initial)
     node.attributes.pop("body")
     _prove_carried_shapes(f, scope, new, body)
     return new
+
+
+def _scope_of(scope: Scope, reader: ir.Node) -> Scope:
+    """The scope a reader of the final list lives in: the loop's, or a subgraph of it (an If
+    branch after the loop reads the list too)."""
+    graph = reader.graph
+    if graph is scope.graph or graph is None:
+        return scope
+    return Scope(graph, f"{scope.path}/{graph.name or 'subgraph'}", scope.opset, scope.shapes)
 
 
 def _rewrite_reader(
