@@ -279,10 +279,7 @@ class Folder:
         producer = value.producer()
         if producer is None:
             return f"sequence '{value.name}' comes from an enclosing scope that is not static"
-        why = "; ".join(self.loop_reasons.get(producer, ()))
-        return f"sequence comes from {label(producer)}" + (
-            f" ({why})" if why else ", not statically known"
-        )
+        return self.produced_by(producer, ", not statically known")
 
     def input_role(self, value: ir.Value) -> str:
         """What a graph input is, in words: the model's input or a body's (loop counter, ...)."""
@@ -304,6 +301,11 @@ class Folder:
         if node.op_type == "SequenceMap" and attr == "body":
             return f"one element at a time of {label(node)}'s input"
         return f"an input of {label(node)}'s {attr}"
+
+    def produced_by(self, node: ir.Node, otherwise: str) -> str:
+        """Why a sequence ``node`` makes is unknown: its loop's reasons, when it is a Loop."""
+        why = "; ".join(self.loop_reasons.get(node, ()))
+        return f"sequence comes from {label(node)}" + (f" ({why})" if why else otherwise)
 
     def const_int(self, value: ir.Value) -> tuple[int | None, str]:
         """The integer a position input holds, or ``None`` and why not."""
@@ -452,8 +454,7 @@ class Folder:
                 continue
             node.replace_input_with(index, self.materialize(seq, scope, node, value))
             self.applied("canonical-sequence-input", node, f"input {index} as SequenceConstruct")
-        why = "; ".join(self.loop_reasons.get(node, ()))
-        produced = f"sequence comes from {label(node)}" + (f" ({why})" if why else "")
+        produced = self.produced_by(node, "")
         for out in node.outputs:
             if out not in self.state and isinstance(out.type, ir.SequenceType | ir.OptionalType):
                 self.state[out] = Unknown(produced)
@@ -617,10 +618,12 @@ def _identity(f: Folder, node: ir.Node, scope: Scope) -> bool:
 
 def _unit_split(
     f: Folder, value: ir.Value | None, scope: Scope
-) -> tuple[ir.Value, int, bool] | None:
-    """``(data, axis, squeezed)`` when ``value`` is ``SplitToSequence(data)`` cut into chunks of
-    one along ``axis`` (no split input, or a scalar split of 1: ``torch.unbind``), whatever
-    the axis's length: element ``i`` is then ``data`` gathered at ``i`` on that axis."""
+) -> tuple[ir.Value, int, bool, bool] | None:
+    """``(data, axis, squeezed, follows_ort)`` when ``value`` is ``SplitToSequence(data)`` cut
+    into chunks of one along ``axis`` (no split input, or a scalar split of 1: ``torch.unbind``),
+    whatever the axis's length: element ``i`` is then ``data`` gathered at ``i`` on that axis.
+    ``follows_ort``: squeezed only because ONNX Runtime squeezes a scalar split 1 with
+    ``keepdims=0`` (the spec keeps the axis)."""
     while value is not None:
         producer = value.producer()
         if producer is None or producer.domain not in _DEFAULT_DOMAINS:
@@ -637,23 +640,25 @@ def _unit_split(
             return None
         keepdims = producer.attributes.get_int("keepdims", 1)
         split = producer.inputs[1] if len(producer.inputs) > 1 else None
+        axis = axis + len(shape) if axis < 0 else axis
         if split is None:
-            return data, axis + len(shape) if axis < 0 else axis, keepdims == 0
+            return data, axis, keepdims == 0, False
         array = f.const_array(split)
         if array is None or array.ndim != 0 or int(array) != 1:
             return None
         squeeze = keepdims == 0 and not f.options.strict_spec
-        return data, axis + len(shape) if axis < 0 else axis, squeeze
+        return data, axis, squeeze, squeeze
     return None
 
 
-def _scalar_one_nokeepdims(split: ir.Node) -> bool:
-    return (
-        split.op_type == "SplitToSequence"
-        and len(split.inputs) > 1
-        and split.inputs[1] is not None
-        and split.attributes.get_int("keepdims", 1) == 0
+def _follows_ort(f: Folder, node: ir.Node, values: Iterable[ir.Value], what: str) -> None:
+    """Record a rewrite that squeezed a scalar split 1 with ``keepdims=0`` as ONNX Runtime does:
+    a report note, and the values whose declared shapes may follow the spec instead."""
+    f.report.notes.append(
+        f"{label(node)}: {what} (scalar split 1 with keepdims=0: follows ONNX Runtime/PyTorch; "
+        "--strict-spec keeps the axis)"
     )
+    f.diverged.extend(values)
 
 
 def _sequence_at_of_split(f: Folder, node: ir.Node, scope: Scope) -> bool:
@@ -677,7 +682,7 @@ def _sequence_at_of_split(f: Folder, node: ir.Node, scope: Scope) -> bool:
     pos_shape = scope.shapes.shape(position)
     if pos_shape is None or len(pos_shape) != 0:
         return False
-    data, axis, squeeze = found
+    data, axis, squeeze, follows_ort = found
     emit = f.emitter(scope, node)
     index = position if squeeze else emit.unsqueeze(position, 0)
     out = emit.op("Gather", [data, index], axis=axis)
@@ -690,13 +695,8 @@ def _sequence_at_of_split(f: Folder, node: ir.Node, scope: Scope) -> bool:
         else:
             dims[axis] = 1
         out.shape = ir.Shape(dims)
-    split = node.inputs[0].producer() if node.inputs[0] is not None else None
-    if squeeze and split is not None and _scalar_one_nokeepdims(split):
-        f.report.notes.append(
-            f"{label(node)}: element of a scalar split 1 with keepdims=0, squeezed: follows "
-            "ONNX Runtime/PyTorch; --strict-spec keeps the axis"
-        )
-        f.diverged.append(out)
+    if follows_ort:
+        _follows_ort(f, node, [out], "the element is squeezed")
     f.replace(node.outputs[0], out, scope)
     return f.applied(
         "sequence-at-split",
@@ -729,7 +729,7 @@ def _sequence_length(f: Folder, node: ir.Node, scope: Scope) -> bool:
     if seq is None:
         found = _unit_split(f, node.inputs[0], scope)
         if found is not None:  # chunks of one: as many as the axis is long
-            data, axis, _ = found
+            data, axis, _, _ = found
             emit = f.emitter(scope, node)
             shape = emit.op("Shape", [data])
             shape.type = ir.TensorType(ir.DataType.INT64)
@@ -780,7 +780,7 @@ def _concat_of_unit_split(f: Folder, node: ir.Node, scope: Scope) -> bool:
     axis_attr = node.attributes.get("axis")
     if found is None or axis_attr is None:
         return False
-    data, split_axis, squeeze = found
+    data, split_axis, squeeze, follows_ort = found
     shape = scope.shapes.shape(data)
     assert shape is not None  # _unit_split checked the rank
     rank = len(shape)
@@ -810,13 +810,8 @@ def _concat_of_unit_split(f: Folder, node: ir.Node, scope: Scope) -> bool:
         target = emit.int64s([0] * axis + [-1] + after)
         result = emit.op("Reshape", [result, target])
         result.type = data.type
-    split = node.inputs[0].producer() if node.inputs[0] is not None else None
-    if squeeze and split is not None and _scalar_one_nokeepdims(split):
-        f.report.notes.append(
-            f"{label(node)}: stacks a scalar split 1 with keepdims=0 as squeezed slices: follows "
-            "ONNX Runtime/PyTorch; --strict-spec keeps the axis"
-        )
-        f.diverged.append(result)
+    if follows_ort:
+        _follows_ort(f, node, [result], "stacks the slices squeezed")
     f.replace(node.outputs[0], result, scope)
     moved = "its input" if axis == split_axis else f"Transpose {axis_attr.as_int()}<-{split_axis}"
     moved += ", merged by Reshape" if merge else ""
@@ -927,12 +922,8 @@ def _split_to_sequence(f: Folder, node: ir.Node, scope: Scope) -> bool:
         parts = [emit.squeeze(p, axis) for p in parts]
     f.state[node.outputs[0]] = StaticSequence(tuple(parts), data.dtype)
     detail = f"{len(sizes)} chunks on axis {axis}" + (", squeezed" if squeeze else "")
-    split = node.inputs[1] if len(node.inputs) > 1 else None
-    if squeeze and split is not None:
-        detail += " (scalar split 1 with keepdims=0: follows ONNX Runtime/PyTorch; --strict-spec keeps the axis)"
-    if squeeze and split is not None:
-        f.report.notes.append(f"{label(node)}: {detail}")
-        f.diverged.extend(parts)
+    if squeeze and len(node.inputs) > 1 and node.inputs[1] is not None:
+        _follows_ort(f, node, parts, detail)
     return f.applied("split-to-sequence", node, detail)
 
 
