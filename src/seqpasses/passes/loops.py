@@ -20,6 +20,8 @@ empty tensor instead (README, "Loops").
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import onnx_ir as ir
 
@@ -123,10 +125,10 @@ def _induction(
             carried[j] = None
 
 
-def _prove_carried_shapes(f: Folder, scope: Scope, node: ir.Node, body: ir.Graph) -> None:
-    """Final values of carried tensors that keep their shape get it (``h`` of an RNN loop),
-    in place of a missing or made-up declared one."""
-    _, carried = _induction(f, scope, node, body)
+def _give_carried_shapes(node: ir.Node, carried: list[TypeAndShape | None]) -> None:
+    """Final values of carried tensors that keep their shape (``carried``, from
+    :func:`_induction`) get it (``h`` of an RNN loop), in place of a missing or made-up
+    declared one."""
     for out, proven in zip(node.outputs, carried, strict=False):
         if proven is None or proven[1] is None or contradicts(out.shape, proven[1]):
             continue
@@ -393,17 +395,22 @@ def _detach(graph: ir.Graph, node: ir.Node) -> None:
 def _infer_scan_shapes(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph) -> None:
     """Give a Loop's scan outputs with no declared shape the one induction proves, so that
     what reads them (a split of the stacked values, say) can be lowered."""
-    _prove_carried_shapes(f, scope, node, body)
+    known, proven = _induction(f, scope, node, body)
+    _give_carried_shapes(node, proven)
     carried = len(node.inputs) - 2
+    runs = _iterations(f, scope, node, body)
     for index, value in enumerate(body.outputs[1 + carried :]):
         out = node.outputs[carried + index] if carried + index < len(node.outputs) else None
         if out is None or out.shape is not None:
             continue
-        shape = _appended_shape(f, scope, node, body, value)
-        if shape is None:
+        if value.graph is body:
+            type_, shape = known.get(value, (None, None))
+        else:  # an outer value, the same every iteration
+            type_, shape = value.type, scope.shapes.shape(value)
+        if not _stable(f, shape):
             continue
-        runs = _iterations(f, scope, node, body)
-        out.type = out.type or value.type
+        assert shape is not None
+        out.type = out.type or value.type or type_
         out.shape = ir.Shape([ir.SymbolicDim(None) if runs is None else runs, *shape])
 
 
@@ -580,20 +587,24 @@ def _shape_dim(f: Folder, scope: Scope, value: ir.Value) -> int | ir.SymbolicDim
     return dim if _stable(f, ir.Shape([dim])) else None
 
 
-def _needs_empty_fix(
-    f: Folder, scope: Scope, node: ir.Node, body: ir.Graph, initial: StaticSequence
-) -> bool:
-    """Whether the list starts with elements and the loop may run zero times: a scan output
-    after zero iterations has no reliable shape (ONNX Runtime makes it ``[0]`` unless the body
-    declares numbers only), so the rewrite reshapes it like the initial elements."""
-    if not len(initial):
-        return False
-    runs = _iterations(f, scope, node, body)
-    return not (isinstance(runs, int) and runs >= 1)
+@dataclass(frozen=True)
+class _ScanPlan:
+    """What turning one carried list into a scan output needs, worked out once."""
+
+    initial: StaticSequence
+    insert: ir.Node
+    tensor: ir.Value  # the appended element
+    front: bool  # inserted at the front (the list is the scan output reversed)
+    shape: ir.Shape  # the element's shape, proven by induction
+    runs: int | ir.SymbolicDim | None  # iterations run, when provable
+    # The list starts with elements and the loop may run zero times: a scan output after zero
+    # iterations has no reliable shape (ONNX Runtime makes it [0] unless the body declares
+    # numbers only), so it is reshaped like the initial elements.
+    reshape: bool
 
 
-def _scan_blocker(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph, j: int) -> str:
-    """Why carried value ``j`` cannot become a scan output (empty when it can)."""
+def _scan_plan(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph, j: int) -> _ScanPlan | str:
+    """How carried value ``j`` becomes a scan output, or why it cannot."""
     initial = f.static(node.inputs[2 + j])
     final = node.outputs[j]
     if initial is None:
@@ -608,7 +619,9 @@ def _scan_blocker(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph, j: int
     shape = _appended_shape(f, scope, node, body, found[1])
     if shape is None:
         return "the appended element's shape is not provably the same every iteration"
-    if _needs_empty_fix(f, scope, node, body, initial) and not all(
+    runs = _iterations(f, scope, node, body)
+    reshape = bool(len(initial)) and not (isinstance(runs, int) and runs >= 1)
+    if reshape and not all(
         _same((e.type, scope.shapes.shape(e)), (e.type, shape)) for e in initial.elements
     ):
         return (
@@ -622,7 +635,7 @@ def _scan_blocker(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph, j: int
         why = _reader_ok(f, reader, shape, len(initial))
         if why:
             return f"{label(reader)}: {why}"
-    return ""
+    return _ScanPlan(initial, found[0], found[1], found[2], shape, runs, reshape)
 
 
 def _try_scan_output(
@@ -630,17 +643,12 @@ def _try_scan_output(
 ) -> ir.Node | None:
     """Turn carried sequence ``j`` into a scan output and return the new Loop; when it cannot,
     say why in the Loop's reason (what reads the final list then reports it)."""
-    why = _scan_blocker(f, node, scope, body, j)
-    if why:
+    plan = _scan_plan(f, node, scope, body, j)
+    if isinstance(plan, str):
         if f.static(node.inputs[2 + j]) is not None:
-            f.loop_reasons.setdefault(node, []).append(f"not a scan output: {why}")
+            f.loop_reasons.setdefault(node, []).append(f"not a scan output: {plan}")
         return None
-    initial = f.static(node.inputs[2 + j])
-    found = _append_pattern(f, body, j)
-    assert initial is not None and found is not None
-    insert, tensor, front = found
-    shape = _appended_shape(f, scope, node, body, tensor)
-    assert shape is not None
+    initial, insert, tensor, shape = plan.initial, plan.insert, plan.tensor, plan.shape
     rank = len(shape)
     readers = [use.node for use in node.outputs[j].uses()]
 
@@ -654,7 +662,7 @@ def _try_scan_output(
     body.outputs.pop(out_index)
     body.outputs.append(tensor)
     # declared, so that a runtime can shape the output of zero iterations ([0, 3], not [0])
-    tensor.type = tensor.type or found[1].type
+    tensor.type = tensor.type or plan.tensor.type
     tensor.shape = (
         shape
         if contradicts(tensor.shape, shape)
@@ -687,10 +695,9 @@ def _try_scan_output(
         f.replace(old, fresh, scope)
     stacked = new.outputs[-1]
     stacked.type = tensor.type
-    runs = _iterations(f, scope, new, body)
-    stacked.shape = ir.Shape([ir.SymbolicDim(None) if runs is None else runs, *shape])
+    stacked.shape = ir.Shape([ir.SymbolicDim(None) if plan.runs is None else plan.runs, *shape])
     f.proven.add(stacked)
-    if _needs_empty_fix(f, scope, new, body, initial):
+    if plan.reshape:
         # zero iterations must still give [0, *element shape]: the initial elements have it
         emit = f.emitter(scope, node)
         element_shape = emit.op("Shape", [initial.elements[-1]])
@@ -700,7 +707,7 @@ def _try_scan_output(
         fixed.type, fixed.shape = stacked.type, stacked.shape
         f.proven.add(fixed)
         stacked = fixed
-    if front:  # inserted at the front each time: the list is the scan output reversed
+    if plan.front:  # inserted at the front each time: the list is the scan output reversed
         emit = f.emitter(scope, node)
         reversed_ = emit.op(
             "Slice",
@@ -718,7 +725,7 @@ def _try_scan_output(
     for reader in readers:
         _rewrite_reader(f, _scope_of(scope, reader), reader, stacked, rank, initial)
     node.attributes.pop("body")
-    _prove_carried_shapes(f, scope, new, body)
+    _give_carried_shapes(new, _induction(f, scope, new, body)[1])
     return new
 
 
