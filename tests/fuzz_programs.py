@@ -168,15 +168,27 @@ def programs(draw: st.DrawFn) -> onnx.ModelProto:
             seq = out
         b.outputs.append((seq, "sequence"))
     inputs = [helper.make_tensor_value_info(t, dtype, shape) for t in b.tensors]
-    outputs = []
-    for name, kind in dict(b.outputs).items():
+    return _model("fuzz", b.nodes, inputs, b.outputs, dtype, opset)
+
+
+def _model(
+    name: str,
+    nodes: list[onnx.NodeProto],
+    inputs: list[onnx.ValueInfoProto],
+    outputs: list[tuple[str, str]],
+    dtype: int,
+    opset: int,
+) -> onnx.ModelProto:
+    """The model of a program: its outputs by kind (``length``, ``sequence``, ``tensor``)."""
+    graph_outputs = []
+    for name_, kind in dict(outputs).items():
         if kind == "length":
-            outputs.append(helper.make_tensor_value_info(name, TensorProto.INT64, []))
+            graph_outputs.append(helper.make_tensor_value_info(name_, TensorProto.INT64, []))
         elif kind == "sequence":
-            outputs.append(helper.make_tensor_sequence_value_info(name, dtype, None))
+            graph_outputs.append(helper.make_tensor_sequence_value_info(name_, dtype, None))
         else:
-            outputs.append(helper.make_tensor_value_info(name, dtype, None))
-    graph = helper.make_graph(b.nodes, "fuzz", inputs, outputs)
+            graph_outputs.append(helper.make_tensor_value_info(name_, dtype, None))
+    graph = helper.make_graph(nodes, name, inputs, graph_outputs)
     return helper.make_model(
         graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR_FOR_OPSET[opset]
     )
@@ -342,18 +354,7 @@ def loop_programs(draw: st.DrawFn) -> onnx.ModelProto:
         helper.make_tensor_value_info("x", f32, [n, 3]),
         helper.make_tensor_value_info("steps", TensorProto.INT64, []),
     ]
-    graph_outputs = []
-    for name, kind in dict(outputs).items():
-        if kind == "length":
-            graph_outputs.append(helper.make_tensor_value_info(name, TensorProto.INT64, []))
-        elif kind == "sequence":
-            graph_outputs.append(helper.make_tensor_sequence_value_info(name, f32, None))
-        else:
-            graph_outputs.append(helper.make_tensor_value_info(name, f32, None))
-    graph = helper.make_graph(outer, "fuzz_loop", inputs, graph_outputs)
-    return helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR_FOR_OPSET[opset]
-    )
+    return _model("fuzz_loop", outer, inputs, outputs, f32, opset)
 
 
 def _float(b: _Builder, value: float) -> str:
