@@ -26,10 +26,16 @@ def _shape_dims(value: ir.Value) -> list[Dim] | None:
     return [dim_of(d) for d in value.shape]
 
 
+class _NodeRecord(Protocol):
+    def add(self, node: ir.Node) -> None: ...
+
+
 class Owner(Protocol):
     """Who keeps the record of new nodes: their names and the set of nodes created."""
 
-    created: set[ir.Node]
+    @property
+    def created(self) -> _NodeRecord: ...
+
     constants: dict[tuple[int, tuple[int, ...]], ir.Value]
     squeezed: dict[ir.Value, tuple[ir.Value, int]]
     split_axis: dict[ir.Node, int]

@@ -137,9 +137,13 @@ class Loop(_ReferenceLoop):
         it = 0
         if cond is None:  # an absent condition is true, and the body is given true
             cond = np.array(True)
+        # ONNX Runtime gives the iteration number the shape the body declares ([1] in some
+        # TorchScript exports), where a Slice may need it 1-D
+        counter_shape = _declared_ones(body.input_types[0] if body.input_types else None)
         while (cond is None or bool(cond)) and (M is None or it < M):
             if names and names[0]:
-                inputs[names[0]] = np.array(it, dtype=np.int64 if M is None else M.dtype)
+                number = np.array(it, dtype=np.int64 if M is None else M.dtype)
+                inputs[names[0]] = number.reshape(counter_shape)
             if len(names) > 1 and names[1]:
                 inputs[names[1]] = cond
             run_body = self._run_body  # type: ignore[attr-defined]
@@ -157,6 +161,14 @@ class Loop(_ReferenceLoop):
                 np.stack(values) if values else _no_iteration(types[len(types) - self.K + k])
             )
         return self._check_and_fix_outputs(tuple(final))
+
+
+def _declared_ones(type_proto: onnx.TypeProto | None) -> tuple[int, ...]:
+    """``(1,)`` when a body input is declared ``[1]``, else ``()`` (a scalar)."""
+    if type_proto is None or not type_proto.tensor_type.HasField("shape"):
+        return ()
+    dims = type_proto.tensor_type.shape.dim
+    return (1,) if len(dims) == 1 and dims[0].dim_value == 1 else ()
 
 
 def _no_iteration(type_proto: onnx.TypeProto) -> np.ndarray:

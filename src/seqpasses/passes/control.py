@@ -46,6 +46,7 @@ def inline_graph(
         init.name = f.next_name(base, name).replace("/", "_")
         if isinstance(scope.graph, ir.Graph):
             scope.graph.register_initializer(init)
+            f.registered.append((scope.graph, init.name))
     nodes = list(copy)
     copy.remove(nodes)
     for new, node in zip(nodes, body, strict=True):
@@ -59,7 +60,8 @@ def inline_graph(
     f.created.update(nodes)
     for node in nodes:
         f.visit(node, scope)
-    return nodes, outputs
+    # the walk may have replaced an output (an inner If inlined, a Loop rebuilt)
+    return nodes, [f.current(v) for v in outputs]
 
 
 def _outputs_can_move(f: Folder, node: ir.Node, scope: Scope, outputs: list[ir.Value]) -> str:
@@ -209,6 +211,7 @@ def _sequence_map(f: Folder, node: ir.Node, scope: Scope) -> bool:
     if f.analyze_only:
         return False
     length = lengths.pop()
+    mark = f.checkpoint()
     results: list[list[ir.Value]] = [[] for _ in node.outputs]
     for i in range(length):
         bound = {
@@ -219,6 +222,14 @@ def _sequence_map(f: Folder, node: ir.Node, scope: Scope) -> bool:
         _, outputs = inline_graph(f, scope, node, body, bound)
         for k, out in enumerate(outputs):
             results[k].append(out)
+    left = f.left_since(mark, [v for values in results for v in values])
+    if left:  # one copy per element would only multiply what stays
+        f.rollback(mark)
+        return f.leave(
+            node,
+            f"inlining would leave {len(left)} sequence op(s) in the copies "
+            f"({left[0].op_type}: {f.reasons.get(left[0]) or 'needed as a sequence'})",
+        )
     for k, out in enumerate(node.outputs):
         dtype = out.type.dtype if out.type is not None else body.outputs[k].dtype
         f.state[out] = StaticSequence(tuple(results[k]), dtype)

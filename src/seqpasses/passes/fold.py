@@ -26,7 +26,7 @@ walked with their own opset.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,6 +70,51 @@ class FoldOptions:
     max_unroll: int = 64  # the largest constant trip count a Loop is unrolled for
 
 
+class CreatedNodes:
+    """The nodes a walk created, in creation order (a rollback removes a suffix of them)."""
+
+    def __init__(self) -> None:
+        self.order: list[ir.Node] = []
+        self._members: set[ir.Node] = set()
+
+    def add(self, node: ir.Node) -> None:
+        if node not in self._members:
+            self._members.add(node)
+            self.order.append(node)
+
+    def update(self, nodes: Iterable[ir.Node]) -> None:
+        for node in nodes:
+            self.add(node)
+
+    def __contains__(self, node: object) -> bool:
+        return node in self._members
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def __iter__(self) -> Iterator[ir.Node]:
+        return iter(self.order)
+
+    def truncate(self, length: int) -> list[ir.Node]:
+        """Forget the nodes created after the first ``length``; return them."""
+        dropped = self.order[length:]
+        del self.order[length:]
+        self._members.difference_update(dropped)
+        return dropped
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Where the walk's records stood before a speculative rewrite (see :meth:`Folder.rollback`)."""
+
+    created: int
+    rewrites: int
+    notes: int
+    diverged: int
+    initializers: int
+    rewrote: bool
+
+
 @dataclass
 class Scope:
     graph: ir.Graph | ir.Function
@@ -104,11 +149,15 @@ class Folder:
         self.proven: set[ir.Value] = set()  # shapes seqpasses proved (scan outputs it made)
         # whether a Loop will be unrolled (set by passes/loops.py)
         self.unrolls: Callable[[Folder, ir.Node], bool] | None = UNROLLS[0] if UNROLLS else None
-        self.created: set[ir.Node] = set()
+        self.created = CreatedNodes()
+        self.canonical: set[ir.Node] = set()  # SequenceConstruct/Empty nodes materialize() made
+        self.registered: list[tuple[ir.Graph, str]] = []  # initializers moved in by inlining
+        self.no_unroll: set[ir.Node] = set()  # loops whose unrolling was tried and undone
         self.constants: dict[tuple[int, tuple[int, ...]], ir.Value] = {}
         self.squeezed: dict[ir.Value, tuple[ir.Value, int]] = {}
         self.split_axis: dict[ir.Node, int] = {}
         self.materialized: dict[tuple[int, tuple[ir.Value, ...], Any], ir.Value] = {}
+        self.forwarded: dict[ir.Value, ir.Value] = {}  # replaced value -> its replacement
         self.rewrote = False
         self.counter = 0
         self.main_opset = 0
@@ -247,6 +296,10 @@ class Folder:
         done = handler(self, node, scope) if handler is not None else False
         if not done:
             self._fallback(node, scope)
+
+    def rewalk(self, graph: ir.Graph, scope: Scope, node: ir.Node, attr: str) -> None:
+        """Walk a subgraph of ``node`` again (a decision it was walked under has changed)."""
+        self._run_subgraph(graph, scope, node, attr)
 
     def _run_subgraph(self, graph: ir.Graph, scope: Scope, node: ir.Node, attr: str) -> None:
         name = node.name or node.op_type
@@ -395,6 +448,14 @@ class Folder:
                 target = new if fresh else self.emitter(scope, None).identity(new)
             self._take_output_slot(scope, index, old, target)
         old.replace_all_uses_with(new)
+        self.forwarded[old] = new
+
+    def current(self, value: ir.Value) -> ir.Value:
+        """What ``value`` stands for now: its replacement, if a rewrite replaced it (a list of
+        values taken before a walk, such as an inlined body's outputs, may hold stale ones)."""
+        while value in self.forwarded:
+            value = self.forwarded[value]
+        return value
 
     def _take_output_slot(self, scope: Scope, index: int, old: ir.Value, new: ir.Value) -> None:
         name = old.name
@@ -442,9 +503,103 @@ class Folder:
         producer = value.producer()
         if producer is not None:
             self.paths[producer] = scope.path
+            self.canonical.add(producer)
         if anchor is not None:
             self.materialized[key] = value
         return value
+
+    # -- speculative rewrites -------------------------------------------------------------
+
+    def checkpoint(self) -> Checkpoint:
+        return Checkpoint(
+            len(self.created),
+            len(self.report.rewrites),
+            len(self.report.notes),
+            len(self.diverged),
+            len(self.registered),
+            self.rewrote,
+        )
+
+    def left_since(self, mark: Checkpoint, roots: Iterable[ir.Value]) -> list[ir.Node]:
+        """Sequence ops among the nodes created since ``mark`` (subgraphs included) that will
+        stay: left with a reason, or a canonical sequence made for a consumer that needs one,
+        and live: ``roots`` (the values the new nodes stand in for) or a graph output depend
+        on them."""
+        window = [
+            inner
+            for node in self.created.order[mark.created :]
+            for inner in _with_subgraph_nodes(node)
+        ]
+        members = set(window)
+        owned: dict[ir.Node, list[ir.Graph]] = {}
+        for node in window:
+            for attr in node.attributes.values():
+                if attr.is_ref():
+                    continue
+                if attr.type == ir.AttributeType.GRAPH:
+                    owned.setdefault(node, []).append(attr.as_graph())
+                elif attr.type == ir.AttributeType.GRAPHS:
+                    owned.setdefault(node, []).extend(attr.as_graphs())
+        wanted = set(roots)
+        live: set[ir.Node] = set()
+        stack = [
+            node
+            for node in window
+            if any(
+                out in wanted or any(use.node not in members for use in out.uses())
+                for out in node.outputs
+            )
+        ]
+        while stack:
+            node = stack.pop()
+            if node in live:
+                continue
+            live.add(node)
+            sources = list(node.inputs)
+            for graph in owned.get(node, ()):
+                sources.extend(graph.outputs)
+            for value in sources:
+                producer = value.producer() if value is not None else None
+                if producer in members and producer not in live:
+                    stack.append(producer)
+        return [
+            node
+            for node in window
+            if node in live
+            and node.op_type in SEQUENCE_OPS
+            and node.domain in _DEFAULT_DOMAINS
+            and (node in self.reasons or node in self.canonical)
+        ]
+
+    def rollback(self, mark: Checkpoint) -> None:
+        """Remove every node created since ``mark`` and forget what was recorded about it.
+
+        Only valid while nothing that existed before ``mark`` was changed (the speculative
+        rewrites only add nodes before their anchor and rewrite those new nodes)."""
+        dropped = self.created.truncate(mark.created)
+        gone = set(dropped)
+        for node in dropped:
+            drop_subgraphs(node)
+            for index in range(len(node.inputs)):
+                node.replace_input_with(index, None)
+        by_graph: dict[ir.Graph | ir.Function, list[ir.Node]] = {}
+        for node in dropped:
+            if node.graph is not None:
+                by_graph.setdefault(node.graph, []).append(node)
+        for graph, nodes in by_graph.items():
+            graph.remove(nodes, safe=False)
+        for graph, name in self.registered[mark.initializers :]:
+            graph.initializers.pop(name, None)
+        del self.registered[mark.initializers :]
+        del self.report.rewrites[mark.rewrites :]
+        del self.report.notes[mark.notes :]
+        del self.diverged[mark.diverged :]
+        self.rewrote = mark.rewrote
+        self.canonical -= gone
+        for key in [k for k, v in self.constants.items() if v.producer() in gone]:
+            del self.constants[key]
+        for seq_key in [k for k, v in self.materialized.items() if v.producer() in gone]:
+            del self.materialized[seq_key]
 
     def _fallback(self, node: ir.Node, scope: Scope) -> None:
         """An op that needs its sequence inputs as sequences: give it them in canonical form."""
@@ -499,6 +654,16 @@ def drop_subgraphs(node: ir.Node) -> None:
                 for index in range(len(inner.inputs)):
                     inner.replace_input_with(index, None)
         node.attributes.pop(name)
+
+
+def _with_subgraph_nodes(node: ir.Node) -> Iterable[ir.Node]:
+    yield node
+    for attr in node.attributes.values():
+        if attr.is_ref() or attr.type not in (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS):
+            continue
+        graphs = [attr.as_graph()] if attr.type == ir.AttributeType.GRAPH else attr.as_graphs()
+        for graph in graphs:
+            yield from ir.traversal.RecursiveGraphIterator(graph)
 
 
 def remove_dead_nodes(model: ir.Model) -> None:
@@ -819,6 +984,9 @@ def _concat_of_unit_split(f: Folder, node: ir.Node, scope: Scope) -> bool:
 
 
 def _concat_from_sequence(f: Folder, node: ir.Node, scope: Scope) -> bool:
+    new_axis = node.attributes.get_int("new_axis", 0)
+    if new_axis not in (0, 1):  # invalid; ONNX Runtime stacks anyway: no lowering is faithful
+        return f.leave(node, f"new_axis {new_axis} is not 0 or 1 (the spec allows no other)")
     seq = f.static(node.inputs[0])
     if seq is None:
         if _concat_of_unit_split(f, node, scope):
@@ -832,7 +1000,6 @@ def _concat_from_sequence(f: Folder, node: ir.Node, scope: Scope) -> bool:
     if axis_attr is None:
         return f.leave(node, "ConcatFromSequence without its required axis")
     axis = axis_attr.as_int()
-    new_axis = node.attributes.get_int("new_axis", 0)
     rank = _rank(seq.elements, scope.shapes)
     if rank is not None:
         out_rank = rank + 1 if new_axis == 1 else rank

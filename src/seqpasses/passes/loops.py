@@ -210,6 +210,8 @@ def _reader_ok(f: Folder, reader: ir.Node, shape: ir.Shape, initial: int) -> str
             return "negative SequenceAt position with initial elements"
         return ""
     new_axis = reader.attributes.get_int("new_axis", 0)
+    if new_axis not in (0, 1):
+        return f"new_axis {new_axis} is not 0 or 1"
     axis = reader.attributes.get_int("axis", 0)
     out_rank = rank + 1 if new_axis else rank
     if not -out_rank <= axis < out_rank:
@@ -244,7 +246,12 @@ def _loop(f: Folder, node: ir.Node, scope: Scope) -> bool:
     if reads or any(f.static(v) is not None for v in node.inputs[2:]):
         why = _unroll_blocker(f, node, body, scope.opset)
         if not why:
-            return _unroll(f, node, scope, body)
+            why = _unroll(f, node, scope, body)
+            if not why:
+                return True
+            # the walk of the body deferred reads at the loop counter to the unrolling
+            f.no_unroll.add(node)
+            f.rewalk(body, scope, node, "body")
         f.loop_reasons.setdefault(node, []).append(f"not unrolled: {why}")
         for read in reads:
             f.reasons[read] = (
@@ -288,6 +295,8 @@ def _lift_reads(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph) -> ir.No
             if kind == "length":
                 emit = f.emitter(body_scope, reader)
                 count = body.inputs[0]
+                if _declared_dims(count) == (1,):  # len(l) is a scalar, the counter [1]
+                    count = emit.squeeze(count, 0)
                 value = (
                     emit.op("Add", [count, emit.constant(np.array(len(initial), dtype=np.int64))])
                     if len(initial)
@@ -507,22 +516,38 @@ def _stays_true(f: Folder, value: ir.Value, cond_in: ir.Value) -> bool:
         value = producer.inputs[0]
 
 
-def _unroll(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph) -> bool:
+def _unroll(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph) -> str:
+    """Inline the body once per iteration and fold the copies; undo it all and say why when
+    a sequence op would stay in the copies (unrolling would only multiply it)."""
     count, _ = f.const_int(node.inputs[0])  # type: ignore[arg-type]
     assert count is not None
+    mark = f.checkpoint()
     emit = f.emitter(scope, node)
     cond = node.inputs[1] if len(node.inputs) > 1 else None
     true = cond if cond is not None else emit.constant(np.array(True))
     carried = list(node.inputs[2:])
     n_carried = len(carried)
     scans: list[list[ir.Value]] = [[] for _ in body.outputs[1 + n_carried :]]
+    counter_dims = _declared_dims(body.inputs[0])  # TorchScript declares it [1] at times
+    if len(body.inputs) > 1 and _declared_dims(body.inputs[1]) not in ((), None):
+        true = emit.constant(np.ones(_declared_dims(body.inputs[1]) or (), dtype=np.bool_))
     for i in range(count):
-        bound = {body.inputs[0]: emit.constant(np.array(i, dtype=np.int64)), body.inputs[1]: true}
+        number = np.full(counter_dims or (), i, dtype=np.int64)
+        bound = {body.inputs[0]: emit.constant(number), body.inputs[1]: true}
         bound.update({body.inputs[2 + j]: v for j, v in enumerate(carried) if v is not None})
         _, outputs = inline_graph(f, scope, node, body, bound)
         carried = list(outputs[1 : 1 + n_carried])
         for k, value in enumerate(outputs[1 + n_carried :]):
             scans[k].append(value)
+    roots = [v for v in carried if v is not None] + [v for values in scans for v in values]
+    left = f.left_since(mark, roots)
+    if left:
+        first = f.reasons.get(left[0]) or f"a {left[0].op_type} needed as a sequence"
+        f.rollback(mark)
+        return (
+            f"unrolling would leave {len(left)} sequence op(s) in the copies "
+            f"({left[0].op_type}: {first})"
+        )
     finals: list[ir.Value] = [v for v in carried if v is not None]
     for values in scans:
         for value in values:
@@ -533,7 +558,17 @@ def _unroll(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph) -> bool:
         f.state.pop(old, None)
         f.replace(old, new, scope)
     drop_subgraphs(node)
-    return f.applied("loop-unroll", node, f"{count} iterations")
+    f.applied("loop-unroll", node, f"{count} iterations")
+    return ""
+
+
+def _declared_dims(value: ir.Value) -> tuple[int, ...] | None:
+    """The shape a body input declares, when it is all ones (``[]`` or ``[1]``): what the
+    value bound in its place must keep (a Slice reading a ``[1]`` counter needs a 1-D start)."""
+    shape = value.shape
+    if shape is None or not all(d == 1 for d in shape):
+        return None
+    return tuple(1 for _ in shape)
 
 
 def _iterations(
@@ -803,7 +838,12 @@ def _dims_ok_for_reshape(shape: ir.Shape, axis: int) -> bool:
 
 def _will_unroll(f: Folder, node: ir.Node) -> bool:
     body_attr = node.attributes.get("body")
-    if f.analyze_only or body_attr is None or body_attr.type != ir.AttributeType.GRAPH:
+    if (
+        f.analyze_only
+        or node in f.no_unroll
+        or body_attr is None
+        or body_attr.type != ir.AttributeType.GRAPH
+    ):
         return False
     opset = f.opsets.get(id(node.graph), 0) if node.graph is not None else 0
     return not _unroll_blocker(f, node, body_attr.as_graph(), opset)
