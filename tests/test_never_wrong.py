@@ -38,3 +38,84 @@ def test_concat_with_new_axis_outside_the_spec_is_left() -> None:
 def test_concat_with_new_axis_one_is_still_lowered() -> None:
     optimized = seqpasses.optimize(_concat_new_axis(1))
     assert sequence_op_count(optimized) == 0
+
+
+# -- the self-check on every write -----------------------------------------------------------
+
+from pathlib import Path  # noqa: E402
+
+import onnx_ir as ir  # noqa: E402
+import pytest  # noqa: E402
+
+from helpers import RULES, parse_rule  # noqa: E402
+from seqpasses.selfcheck import SelfCheckError, self_check  # noqa: E402
+
+BRANCHES = RULES / "if_runtime_condition_static_sequences.rule"
+
+
+def _without_else_branch(model: onnx.ModelProto) -> onnx.ModelProto:
+    """What the unrolling bug wrote: an If that lost its else branch."""
+    broken = onnx.ModelProto()
+    broken.CopyFrom(model)
+    for node in broken.graph.node:
+        if node.op_type == "If":
+            kept = [a for a in node.attribute if a.name != "else_branch"]
+            del node.attribute[:]
+            node.attribute.extend(kept)
+    return broken
+
+
+def test_self_check_refuses_an_invalid_result_of_a_valid_input() -> None:
+    model = parse_rule(BRANCHES).before
+    with pytest.raises(SelfCheckError, match="fails the ONNX checker where the input passed"):
+        self_check(_without_else_branch(model), 10, lambda: True)
+    # the same result of an input that failed the checker too is not seqpasses' fault
+    self_check(_without_else_branch(model), 10, lambda: False)
+
+
+def test_self_check_refuses_more_sequence_ops() -> None:
+    model = parse_rule(BRANCHES).before
+    with pytest.raises(SelfCheckError, match=r"more sequence ops than the input \(1 -> 3\)"):
+        self_check(model, 1, lambda: True)
+
+
+def test_cli_writes_nothing_and_exits_3_when_the_self_check_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # stands in for a bug in seqpasses' own passes: the real passes, then a branch lost
+    import seqpasses.cli
+
+    source = tmp_path / "in.onnx"
+    onnx.save(parse_rule(BRANCHES).before, source)
+    real = seqpasses.cli.run_passes
+
+    def lose_a_branch(model: ir.Model, **kwargs: object) -> seqpasses.Report:
+        report = real(model, **kwargs)  # type: ignore[arg-type]
+        for node in model.graph:
+            if node.op_type == "If":
+                node.attributes.pop("else_branch")
+        return report
+
+    monkeypatch.setattr(seqpasses.cli, "run_passes", lose_a_branch)
+    out = tmp_path / "out.onnx"
+    code = seqpasses.cli.main(["optimize", str(source), "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 3 and not out.exists()
+    assert len(err.splitlines()) == 1
+    assert "self-check failed" in err and "else_branch" in err
+
+
+def test_api_raises_when_the_self_check_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    import seqpasses.api
+
+    real = seqpasses.api.run_passes
+
+    def add_a_sequence(model: ir.Model, **kwargs: object) -> seqpasses.Report:
+        report = real(model, **kwargs)  # type: ignore[arg-type]
+        for _ in range(4):  # the input had 3
+            model.graph.append(ir.node("SequenceEmpty", [], {"dtype": 1}))
+        return report
+
+    monkeypatch.setattr(seqpasses.api, "run_passes", add_a_sequence)
+    with pytest.raises(SelfCheckError, match="more sequence ops"):
+        seqpasses.optimize(parse_rule(BRANCHES).before)

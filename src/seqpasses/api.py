@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, overload
 
 import onnx
@@ -13,11 +13,12 @@ import onnx_ir as ir
 
 from seqpasses.passes.fold import FoldOptions, FoldSequencesPass, select_rewrites
 from seqpasses.report import Report, count_ops
+from seqpasses.selfcheck import passes_checker, self_check
 
-__all__ = ["optimize", "optimize_ir"]
+__all__ = ["checked", "optimize", "optimize_ir", "run_passes"]
 
 
-def optimize_ir(
+def run_passes(
     model: ir.Model,
     *,
     freeze_inputs: bool = False,
@@ -26,13 +27,8 @@ def optimize_ir(
     skip: Iterable[str] = (),
     only: Iterable[str] | None = None,
     max_unroll: int = 64,
-) -> ir.Model:
-    """Optimize ``model`` in place and return it; fill ``report`` when given.
-
-    ``skip``/``only`` name rewrite groups of :data:`seqpasses.REWRITES` to switch off / keep;
-    ``max_unroll`` is the largest constant trip count a Loop that reads a sequence is
-    unrolled for.
-    """
+) -> Report:
+    """Optimize ``model`` in place, with no self-check; return the report."""
     report = report if report is not None else Report()
     report.ops_before = count_ops(model)
     options = FoldOptions(
@@ -53,6 +49,51 @@ def optimize_ir(
             gc.enable()
     report.timings["passes"] = time.perf_counter() - start
     report.ops_after = count_ops(model)
+    return report
+
+
+def checked(
+    after: onnx.ModelProto, report: Report, original: Callable[[], onnx.ModelProto]
+) -> None:
+    """The self-check (:mod:`seqpasses.selfcheck`) of a serialized result, timed in ``report``;
+    ``original`` gives the input model, asked for only when the result fails the checker."""
+    start = time.perf_counter()
+    self_check(after, report.sequence_ops_before, lambda: not passes_checker(original()))
+    report.timings["self_check"] = time.perf_counter() - start
+
+
+def optimize_ir(
+    model: ir.Model,
+    *,
+    freeze_inputs: bool = False,
+    strict_spec: bool = False,
+    report: Report | None = None,
+    skip: Iterable[str] = (),
+    only: Iterable[str] | None = None,
+    max_unroll: int = 64,
+    self_check: bool = True,
+) -> ir.Model:
+    """Optimize ``model`` in place and return it; fill ``report`` when given.
+
+    ``skip``/``only`` name rewrite groups of :data:`seqpasses.REWRITES` to switch off / keep;
+    ``max_unroll`` is the largest constant trip count a Loop that reads a sequence is
+    unrolled for. With ``self_check`` (the default) the result must pass the ONNX checker
+    wherever the input did and hold no more sequence ops, else
+    :class:`~seqpasses.selfcheck.SelfCheckError` is raised (a bug in seqpasses); this costs
+    two serializations of the model.
+    """
+    original = ir.serde.serialize_model(model) if self_check else None
+    report = run_passes(
+        model,
+        freeze_inputs=freeze_inputs,
+        strict_spec=strict_spec,
+        report=report,
+        skip=skip,
+        only=only,
+        max_unroll=max_unroll,
+    )
+    if original is not None:
+        checked(ir.serde.serialize_model(model), report, lambda: original)
     return model
 
 
@@ -125,6 +166,9 @@ def optimize(
     }
     if isinstance(model, ir.Model):
         return optimize_ir(model, **kwargs)
-    if isinstance(model, onnx.ModelProto):
-        return ir.serde.serialize_model(optimize_ir(ir.serde.deserialize_model(model), **kwargs))
-    return ir.serde.serialize_model(optimize_ir(ir.load(os.fspath(model)), **kwargs))
+    proto = model if isinstance(model, onnx.ModelProto) else onnx.load(os.fspath(model))
+    ir_model = ir.serde.deserialize_model(proto)
+    done = run_passes(ir_model, **kwargs)
+    result = ir.serde.serialize_model(ir_model)
+    checked(result, done, lambda: proto)
+    return result

@@ -17,12 +17,13 @@ from pathlib import Path
 import onnx_ir as ir
 
 from seqpasses import __version__
-from seqpasses.api import optimize_ir
+from seqpasses.api import checked, optimize_ir, run_passes
 from seqpasses.batch import run_batch
 from seqpasses.inference import fill_shapes_in_place, shape_facts
-from seqpasses.io import BadInputError, load_model, save_model, uses_external_data
+from seqpasses.io import BadInputError, load_model, read_model, save_model, uses_external_data
 from seqpasses.passes.fold import REWRITES, select_rewrites
 from seqpasses.report import SEQUENCE_OPS, Report, Rewrite, all_nodes
+from seqpasses.selfcheck import SelfCheckError
 from seqpasses.verify import VerifyReport, verify
 
 __all__ = ["main"]
@@ -265,11 +266,11 @@ def run_job(job: Job) -> Outcome:
     Raises :class:`BadInputError` with a one-line message for anything wrong with the input.
     """
     start = time.perf_counter()
-    model = load_model(job.input)
+    model, loaded = read_model(job.input)
     report = Report()
     report.timings["load"] = time.perf_counter() - start
     original = ir.serde.serialize_model(model) if job.check else None
-    optimize_ir(
+    run_passes(
         model,
         freeze_inputs=job.freeze_inputs,
         strict_spec=job.strict_spec,
@@ -282,15 +283,12 @@ def run_job(job: Job) -> Outcome:
         start = time.perf_counter()
         fill_shapes_in_place(model)
         report.timings["shapes"] = time.perf_counter() - start
+    result = ir.serde.serialize_model(model)
+    checked(result, report, lambda: loaded)
     verdict = None
     if original is not None:
         start = time.perf_counter()
-        verdict = verify(
-            original,
-            ir.serde.serialize_model(model),
-            runs=job.check_runs,
-            strict_spec=job.strict_spec,
-        )
+        verdict = verify(original, result, runs=job.check_runs, strict_spec=job.strict_spec)
         report.timings["check"] = time.perf_counter() - start
         if not verdict.ok:
             return Outcome(report, verdict)
@@ -300,7 +298,7 @@ def run_job(job: Job) -> Outcome:
         external = ""
     if external == "":
         external = f"{job.output.name}.data"
-    save_model(model, job.output, external)
+    save_model(model, job.output, external, proto=result)
     report.timings["save"] = time.perf_counter() - start
     return Outcome(report, verdict)
 
@@ -399,6 +397,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except SelfCheckError as error:
+        where = getattr(args, "input", None)
+        print(
+            f"seqpasses: self-check failed{f' on {where}' if where else ''}, nothing written: "
+            f"{error} (a bug in seqpasses: please report it)",
+            file=sys.stderr,
+        )
+        return 3
     except Exception as error:  # a fault of seqpasses itself, not of the input
         if os.environ.get("SEQPASSES_TRACEBACK"):
             raise

@@ -11,7 +11,7 @@ import onnx
 import onnx_ir as ir
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
-__all__ = ["BadInputError", "load_model", "save_model", "uses_external_data"]
+__all__ = ["BadInputError", "load_model", "read_model", "save_model", "uses_external_data"]
 
 
 class BadInputError(Exception):
@@ -20,6 +20,12 @@ class BadInputError(Exception):
 
 def load_model(path: str | os.PathLike[str]) -> ir.Model:
     """Load and check a model file, raising :class:`BadInputError` with a one-line reason."""
+    return read_model(path)[0]
+
+
+def read_model(path: str | os.PathLike[str]) -> tuple[ir.Model, onnx.ModelProto]:
+    """:func:`load_model`, also returning the protobuf it was read from (external data not
+    loaded)."""
     file = Path(path)
     if not file.exists():
         raise BadInputError(f"{file}: no such file")
@@ -54,7 +60,7 @@ def load_model(path: str | os.PathLike[str]) -> ir.Model:
             gc.enable()
     # External weights stay on disk until something reads them.
     ir.external_data.set_base_dir(model.graph, file.resolve().parent)
-    return model
+    return model, proto
 
 
 _TWO_GB = 2**31
@@ -68,12 +74,16 @@ def uses_external_data(model: ir.Model) -> bool:
 
 
 def save_model(
-    model: ir.Model, path: str | os.PathLike[str], external_data: str | None = None
+    model: ir.Model,
+    path: str | os.PathLike[str],
+    external_data: str | None = None,
+    proto: onnx.ModelProto | None = None,
 ) -> None:
     """Write ``model`` to ``path`` through a temporary file in the same folder, then rename.
 
     With ``external_data`` (a file name relative to the output folder) every initializer's
-    data is written there instead of into the protobuf, which cannot exceed 2 GB.
+    data is written there instead of into the protobuf, which cannot exceed 2 GB. ``proto``:
+    ``model`` already serialized (written as it is when no external data is asked for).
     """
     target = Path(path)
     if not target.parent.exists():
@@ -94,7 +104,7 @@ def save_model(
         if external_data is not None:
             ir.save(model, temporary, format="protobuf", external_data=external_data)
         else:
-            proto = ir.serde.serialize_model(model)
+            proto = proto if proto is not None else ir.serde.serialize_model(model)
             if proto.ByteSize() >= _TWO_GB:
                 raise BadInputError(
                     f"{target}: the model is larger than 2 GB; write its weights with --external-data"

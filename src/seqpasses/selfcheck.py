@@ -1,0 +1,55 @@
+"""The self-check every written or returned model passes: never a wrong or bigger model.
+
+Before :func:`seqpasses.optimize` returns a model or the CLI writes one, the result must
+
+1. pass ``onnx.checker.check_model(full_check=True)`` wherever the input did, and
+2. hold no more sequence ops than the input.
+
+A result that does not is a fault of seqpasses (:class:`SelfCheckError`): the API raises, the
+CLI prints one line and exits with 3, and nothing is written. Whether the input passed the
+checker is only asked when the output fails it (the input's own check is the expensive one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import onnx
+
+from seqpasses.report import count_sequence_ops
+
+__all__ = ["SelfCheckError", "passes_checker", "self_check"]
+
+
+class SelfCheckError(RuntimeError):
+    """seqpasses made a model it must not hand over (a bug in seqpasses: please report it)."""
+
+
+def passes_checker(model: onnx.ModelProto) -> str:
+    """'' when ``model`` passes the full checker, else the checker's first line."""
+    try:
+        onnx.checker.check_model(model, full_check=True)
+    except Exception as error:
+        text = str(error).strip()
+        return text.splitlines()[0] if text else type(error).__name__
+    return ""
+
+
+def self_check(
+    after: onnx.ModelProto,
+    sequence_ops_before: int,
+    input_passes: Callable[[], bool],
+) -> None:
+    """Raise :class:`SelfCheckError` when ``after`` is invalid where the input was valid, or
+    holds more sequence ops than the input's ``sequence_ops_before``."""
+    sequence_ops_after = count_sequence_ops(after)
+    if sequence_ops_after > sequence_ops_before:
+        raise SelfCheckError(
+            f"the optimized model has more sequence ops than the input "
+            f"({sequence_ops_before} -> {sequence_ops_after})"
+        )
+    why = passes_checker(after)
+    if why and input_passes():
+        raise SelfCheckError(
+            f"the optimized model fails the ONNX checker where the input passed: {why}"
+        )
