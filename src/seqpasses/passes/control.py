@@ -41,12 +41,23 @@ def inline_graph(
         if value is not None:
             mine.replace_all_uses_with(value)
     copy.inputs.clear()
+    constants: list[ir.Node] = []
     for name in list(copy.initializers):
         init = copy.initializers.pop(name)
-        init.name = f.next_name(base, name).replace("/", "_")
+        fresh = f.next_name(base, name).replace("/", "_")
+        if init.const_value is not None:
+            # the clone shares the tensor (and, for a loaded model, the caller's TensorProto):
+            # renaming the value would rename it there too
+            init.const_value = ir.tensor(init.const_value.numpy(), name=fresh)
+        init.name = fresh
         if isinstance(scope.graph, ir.Graph):
             scope.graph.register_initializer(init)
             f.registered.append((scope.graph, init.name))
+        elif init.const_value is not None:  # a function has no initializers: a Constant
+            constant = ir.node("Constant", [], {"value": init.const_value}, name=init.name)
+            constant.outputs[0].type, constant.outputs[0].shape = init.type, init.shape
+            init.replace_all_uses_with(constant.outputs[0])
+            constants.append(constant)
     nodes = list(copy)
     copy.remove(nodes)
     for new, node in zip(nodes, body, strict=True):
@@ -56,7 +67,8 @@ def inline_graph(
             # a body's declared shapes are guesses, often true of one iteration only (an
             # exporter's dim names would claim copies of different shapes are alike)
             out.shape = None
-    scope.graph.insert_before(anchor, nodes)
+    scope.graph.insert_before(anchor, [*constants, *nodes])
+    f.created.update(constants)
     f.created.update(nodes)
     for node in nodes:
         f.visit(node, scope)
