@@ -199,3 +199,22 @@ g (int32[2,3] x, int64 n) => (int32[?,2,3] y, float[?] z) {
     )
     ort_y, ort_z = session.run(None, feeds)
     assert ort_y.shape == y.shape and ort_z.shape == z.shape
+
+
+SPLIT_BY_SIZES = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
+g (float[6,2] x, int64[3] s) => (float[?,2] a, float[?,2] b, float[?,2] c, seq(float[?,2]) q) {
+  a, b, c = Split<axis = 0>(x, s)
+  q = SplitToSequence<axis = 0>(x, s)
+}""")
+
+
+@pytest.mark.parametrize("sizes", [[1, 2, 2], [-1, 3, 4]])
+def test_reference_fault_split_accepts_sizes_that_do_not_divide_the_dim(sizes: list[int]) -> None:
+    feeds = {"x": np.zeros((6, 2), np.float32), "s": np.array(sizes, np.int64)}
+    ReferenceEvaluator(SPLIT_BY_SIZES).run(None, feeds)  # the fault: slices anyway
+    fixed = ReferenceEvaluator(SPLIT_BY_SIZES, new_ops=list(REFERENCE_OVERRIDES))
+    with pytest.raises(Exception, match="do not divide a dim of 6"):  # the spec (and ORT): fail
+        fixed.run(None, feeds)
+    good = {"x": np.zeros((6, 2), np.float32), "s": np.array([1, 2, 3], np.int64)}
+    a, b, c, q = fixed.run(None, good)
+    assert [a.shape[0], b.shape[0], c.shape[0]] == [1, 2, 3] == [t.shape[0] for t in q]

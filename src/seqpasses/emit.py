@@ -163,6 +163,17 @@ class Emitter:
                 out.shape = ir.Shape([*dims[:axis], size, *dims[axis + 1 :]])
         return list(node.outputs)
 
+    def split_by(self, x: ir.Value, axis: int, sizes: ir.Value, count: int) -> list[ir.Value]:
+        """``Split`` into ``count`` chunks whose sizes are the run-time 1-D tensor ``sizes``
+        (opset 13 and later: the sizes are an input)."""
+        node = self._add("Split", [x, sizes], {"axis": axis}, count)
+        dims = _shape_dims(x)
+        for out in node.outputs:
+            out.type = x.type
+            if dims is not None and 0 <= axis < len(dims):
+                out.shape = ir.Shape([*dims[:axis], ir.SymbolicDim(None), *dims[axis + 1 :]])
+        return list(node.outputs)
+
     def sequence_construct(self, elements: Sequence[ir.Value], like: ir.Value) -> ir.Value:
         out = self._add("SequenceConstruct", elements).outputs[0]
         _copy_type(like, out)

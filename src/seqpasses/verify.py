@@ -22,6 +22,7 @@ import onnx
 from onnx.reference import ReferenceEvaluator
 from onnx.reference.op_run import OpRun
 from onnx.reference.ops.op_loop import Loop as _ReferenceLoop
+from onnx.reference.ops.op_split import CommonSplit
 
 __all__ = ["REFERENCE_OVERRIDES", "VerifyReport", "random_inputs", "verify"]
 
@@ -184,6 +185,32 @@ def _no_iteration(type_proto: onnx.TypeProto) -> np.ndarray:
     return np.empty(shape, dtype=dtype)
 
 
+def _checked_sizes(split: Any, dim: int, op: str) -> list[int]:
+    """Explicit split sizes as the spec requires them: none negative, summing to the dim
+    (onnx.reference slices whatever it is given; ONNX Runtime fails, as the spec says)."""
+    sizes = [int(s) for s in np.asarray(split).reshape(-1)]
+    if any(s < 0 for s in sizes) or sum(sizes) != dim:
+        raise ValueError(f"{op}: split sizes {sizes} do not divide a dim of {dim}")
+    return sizes
+
+
+class Split(CommonSplit):
+    """Spec-exact Split: explicit sizes must be non-negative and sum to the axis's dim."""
+
+    op_domain = ""
+
+    def _run(
+        self, mat: Any, split: Any = None, axis: int = 0, num_outputs: Any = None
+    ) -> tuple[Any, ...]:
+        axis = axis + mat.ndim if axis < 0 else axis
+        if split is not None:
+            split = _checked_sizes(split, mat.shape[axis], "Split")
+            if len(split) != self.n_outputs:
+                raise ValueError(f"Split: {len(split)} sizes for {self.n_outputs} outputs")
+        result = self.common_run(mat, split, axis=axis, num_outputs=num_outputs)  # type: ignore[no-untyped-call]
+        return tuple(result)
+
+
 class _SplitToSequenceBase(OpRun):
     squeeze_scalar_one = True
 
@@ -198,10 +225,12 @@ class _SplitToSequenceBase(OpRun):
             squeeze = not keepdims
         elif np.asarray(split).ndim == 0:
             chunk = int(split)
+            if chunk <= 0:
+                raise ValueError(f"SplitToSequence: scalar split {chunk} is not positive")
             sizes = [chunk] * (dim // chunk) + ([dim % chunk] if dim % chunk else [])
             squeeze = self.squeeze_scalar_one and chunk == 1 and not keepdims
         else:
-            sizes = [int(s) for s in split]
+            sizes = _checked_sizes(split, dim, "SplitToSequence")
         bounds = np.cumsum([0, *sizes])
         parts = [np.take(mat, np.arange(a, b), axis=axis) for a, b in itertools.pairwise(bounds)]
         if squeeze:
@@ -228,6 +257,7 @@ REFERENCE_OVERRIDES: tuple[type[OpRun], ...] = (
     SequenceInsert,
     SequenceErase,
     SplitToSequence,
+    Split,
     Optional,
     SequenceMap,
     Loop,
@@ -237,7 +267,7 @@ REFERENCE_OVERRIDES: tuple[type[OpRun], ...] = (
 
 def _overrides(strict_spec: bool) -> list[type[OpRun]]:
     split = SplitToSequenceStrict if strict_spec else SplitToSequence
-    return [SequenceInsert, SequenceErase, split, Optional, SequenceMap, Loop]
+    return [SequenceInsert, SequenceErase, split, Split, Optional, SequenceMap, Loop]
 
 
 # -- inputs ----------------------------------------------------------------------------------

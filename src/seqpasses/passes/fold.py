@@ -1082,7 +1082,16 @@ def _split_to_sequence(f: Folder, node: ir.Node, scope: Scope) -> bool:
     dim = shape[axis]
     sizes, squeeze, why = _split_sizes(f, node, dim if isinstance(dim, int) else None)
     if sizes is None:
-        return f.leave(node, why)
+        count = _run_time_split_count(f, node, scope)
+        if isinstance(count, str):
+            return f.leave(node, f"{why} ({count})" if count else why)
+        # split sizes known only at run time, but how many of them: one Split output each (it
+        # fails on sizes that do not sum to the dim exactly as SplitToSequence does)
+        split = node.inputs[1]
+        assert split is not None
+        parts = f.emitter(scope, node).split_by(data, axis, split, count)
+        f.state[node.outputs[0]] = StaticSequence(tuple(parts), data.dtype)
+        return f.applied("split-to-sequence-run-time-sizes", node, f"{count} chunks on axis {axis}")
     emit = f.emitter(scope, node)
     parts = emit.split(data, axis, sizes)
     if squeeze:
@@ -1092,6 +1101,22 @@ def _split_to_sequence(f: Folder, node: ir.Node, scope: Scope) -> bool:
     if squeeze and len(node.inputs) > 1 and node.inputs[1] is not None:
         _follows_ort(f, node, parts, detail)
     return f.applied("split-to-sequence", node, detail)
+
+
+def _run_time_split_count(f: Folder, node: ir.Node, scope: Scope) -> int | str:
+    """How many chunks a SplitToSequence makes whose split sizes are a run-time 1-D tensor of
+    known length; else why not ('' when the split is not such a tensor)."""
+    split = node.inputs[1] if len(node.inputs) > 1 else None
+    if split is None or f.const_array(split) is not None:
+        return ""
+    shape = scope.shapes.shape(split)
+    if shape is None or len(shape) != 1:
+        return ""
+    if not isinstance(shape[0], int) or shape[0] < 1:
+        return "the number of sizes is not known"
+    if scope.opset < 13:
+        return "Split takes its sizes as an attribute before opset 13"
+    return shape[0]
 
 
 REWRITES: dict[str, str] = {
