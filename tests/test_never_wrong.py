@@ -47,7 +47,7 @@ from pathlib import Path  # noqa: E402
 import onnx_ir as ir  # noqa: E402
 import pytest  # noqa: E402
 
-from helpers import RULES, parse_rule  # noqa: E402
+from helpers import RULES, SAMPLES, parse_rule, run_cli  # noqa: E402
 from seqpasses.selfcheck import SelfCheckError, self_check  # noqa: E402
 
 BRANCHES = RULES / "if_runtime_condition_static_sequences.rule"
@@ -119,3 +119,55 @@ def test_api_raises_when_the_self_check_fails(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(seqpasses.api, "run_passes", add_a_sequence)
     with pytest.raises(SelfCheckError, match="more sequence ops"):
         seqpasses.optimize(parse_rule(BRANCHES).before)
+
+
+# -- what stays is counted and explained: optionals, copies, names ---------------------------
+
+OPTIONAL_IN_LOOP = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
+g (int64 n, float[2] x) => (float[2] y) {
+  e = Optional<type = float[2]>()
+  t = Constant<value = bool {1}>()
+  y0, o = Loop(n, t, x, e) <body = b (int64 i, bool c, float[2] h, optional(float[2]) p) => (bool co, float[2] h2, optional(float[2]) p2) {
+    co = Identity(c)
+    has = OptionalHasElement(p)
+    hf = Cast<to = 1>(has)
+    h2 = Add(h, hf)
+    p2 = Optional(h2)
+  }>
+  y = Identity(y0)
+}""")
+
+
+def test_optionals_that_stay_are_counted_and_explained(tmp_path: Path) -> None:
+    report = seqpasses.Report()
+    seqpasses.optimize(OPTIONAL_IN_LOOP, report=report)
+    assert report.optional_ops_before == 3 and report.optional_ops_after == 3
+    assert "optional ops: 3 -> 3" in report.table()
+    left = {entry.op_type: entry.detail for entry in report.left}
+    assert "carried by Loop" in left["OptionalHasElement"]
+    assert left["Optional"].startswith("the optional is needed as one")
+    source = tmp_path / "opt.onnx"
+    onnx.save(OPTIONAL_IN_LOOP, source)
+    result = run_cli("inspect", source)
+    assert result.returncode == 0, result.stderr
+    assert "3 optional ops: 0 would be removed, 3 left" in result.stdout
+    assert "OptionalHasElement" in result.stdout
+
+
+def test_inspect_uses_node_names_and_says_what_seqpasses_added(tmp_path: Path) -> None:
+    # every node named as an exporter names them: reasons keep the names, not '#N'
+    model = onnx.load(SAMPLES / "run_time_reads.onnx")
+    for index, node in enumerate(model.graph.node):
+        node.name = f"/node_{index}"
+        for attr in node.attribute:
+            for k, inner in enumerate(attr.g.node):
+                inner.name = f"/node_{index}/inner_{k}"
+    source = tmp_path / "named.onnx"
+    onnx.save(model, source)
+    result = run_cli("inspect", source)
+    assert result.returncode == 0, result.stderr
+    assert "#" not in result.stdout.split("\n", 1)[1]
+    assert "sequence from SequenceErase '/node_2'" in result.stdout
+    assert result.stdout.rstrip().endswith(
+        "7 sequence ops: 2 would be removed, 5 left, 1 canonical SequenceConstruct/SequenceEmpty added"
+    )

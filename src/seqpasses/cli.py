@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -21,8 +22,8 @@ from seqpasses.api import checked, optimize_ir, run_passes
 from seqpasses.batch import run_batch
 from seqpasses.inference import fill_shapes_in_place, shape_facts
 from seqpasses.io import BadInputError, load_model, read_model, save_model, uses_external_data
-from seqpasses.passes.fold import REWRITES, select_rewrites
-from seqpasses.report import SEQUENCE_OPS, Report, Rewrite, all_nodes
+from seqpasses.passes.fold import LEFT_OPS, REWRITES, select_rewrites
+from seqpasses.report import OPTIONAL_OPS, Report, Rewrite, all_nodes
 from seqpasses.selfcheck import SelfCheckError
 from seqpasses.verify import VerifyReport, verify
 
@@ -174,40 +175,63 @@ def _shapes(args: argparse.Namespace) -> int:
 
 def _inspect(args: argparse.Namespace) -> int:
     """The same analysis and reasons as optimize's report, on a copy of the model."""
-    model = load_model(args.input)
-    originals = list(all_nodes(model))
-    copy = ir.serde.deserialize_model(ir.serde.serialize_model(model))
-    for index, node in enumerate(all_nodes(copy)):
-        node.name = f"#{index}"  # positional names tie the copy's nodes back to the model's
-    where = _graph_paths(copy)
+    model = load_model(args.input)  # a fresh copy of the file: optimized in place
+    originals: list[tuple[ir.Node, str]] = []
+    seen: set[str] = set()
+    for index, node in enumerate(all_nodes(model)):
+        # the report names nodes by name: an unnamed or repeated one gets its walk index
+        if not node.name or node.name in seen:
+            node.name = f"#{index}"
+        seen.add(node.name)
+        originals.append((node, node.name))
+    where = _graph_paths(model)
     report = Report()
     optimize_ir(
-        copy,
+        model,
         freeze_inputs=args.freeze_inputs,
         strict_spec=args.strict_spec,
         report=report,
         max_unroll=args.max_unroll,
     )
-    left = {r.node: r for r in report.left}
+    own: dict[str, Rewrite] = {}
+    copies: dict[str, list[Rewrite]] = {}
+    added = 0
+    for left in report.left:
+        if left.source == "added":
+            added += 1
+        elif left.source.startswith("copy of "):
+            copies.setdefault(left.source.removeprefix("copy of "), []).append(left)
+        else:  # a function inlined by onnx_ir's inliner keeps names, with a suffix per call
+            own.setdefault(re.sub(r"_\d+$", "", left.node), left)
+            own[left.node] = left
     rows = [("op", "node", "graph", "fate")]
-    count = kept = 0
-    for index, node in enumerate(originals):
-        if node.op_type not in SEQUENCE_OPS or node.domain not in ("", "ai.onnx"):
+    counts = {"sequence": [0, 0], "optional": [0, 0]}  # ops, left
+    for node, key in originals:
+        if node.op_type not in LEFT_OPS or node.domain not in ("", "ai.onnx"):
             continue
-        count += 1
-        entry = left.get(f"#{index}")
-        kept += entry is not None
-        fate = "removed" if entry is None else f"left: {entry.detail}"
-        graph = entry.graph if entry else where.get(f"#{index}", "")
-        rows.append((node.op_type, node.name or f"#{index}", graph, fate))
-    created = [r for r in report.left if not r.node.lstrip("#").isdigit()]
+        tally = counts["optional" if node.op_type in OPTIONAL_OPS else "sequence"]
+        tally[0] += 1
+        entry, copied = own.get(key), copies.get(key, [])
+        if entry is not None:
+            fate = f"left: {entry.detail}"
+        elif copied:
+            fate = f"left in {len(copied)} copies (unrolled or inlined): {copied[0].detail}"
+        else:
+            fate = "removed"
+        tally[1] += fate != "removed"
+        graph = entry.graph if entry else where.get(key, "")
+        rows.append((node.op_type, key, graph, fate))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for row in rows:
         print("  ".join(c.ljust(w) for c, w in zip(row[:3], widths, strict=True)) + "  " + row[3])
+    total, kept = counts["sequence"]
     print(
-        f"{count} sequence ops: {count - kept} would be removed, {kept} left"
-        + (f", {len(created)} canonical SequenceConstruct/SequenceEmpty added" if created else "")
+        f"{total} sequence ops: {total - kept} would be removed, {kept} left"
+        + (f", {added} canonical SequenceConstruct/SequenceEmpty added" if added else "")
     )
+    total, kept = counts["optional"]
+    if total:
+        print(f"{total} optional ops: {total - kept} would be removed, {kept} left")
     return 0
 
 
@@ -385,8 +409,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "optimize":
             return _optimize(args)
         if args.command == "passes":
+            width = max(len(name) for name in REWRITES)
             for name, text in REWRITES.items():
-                print(f"{name:<14} {text}")
+                print(f"{name:<{width}}  {text}")
             return 0
         if args.command == "inspect":
             return _inspect(args)

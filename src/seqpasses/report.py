@@ -10,7 +10,16 @@ from typing import Any
 import onnx
 import onnx_ir as ir
 
-__all__ = ["SEQUENCE_OPS", "Report", "Rewrite", "all_nodes", "count_ops", "count_sequence_ops"]
+__all__ = [
+    "OPTIONAL_OPS",
+    "SEQUENCE_OPS",
+    "Report",
+    "Rewrite",
+    "all_nodes",
+    "all_proto_nodes",
+    "count_ops",
+    "count_sequence_ops",
+]
 
 SEQUENCE_OPS = frozenset(
     {
@@ -27,15 +36,25 @@ SEQUENCE_OPS = frozenset(
 )
 
 
+OPTIONAL_OPS = frozenset({"Optional", "OptionalGetElement", "OptionalHasElement"})
+"""Optional ops: back ends that reject sequences mostly reject these too."""
+
+
 @dataclass(frozen=True)
 class Rewrite:
-    """One rewrite applied (``rule``) or one sequence op left alone (``rule == "left"``)."""
+    """One rewrite applied (``rule``) or one sequence or optional op left (``rule == "left"``).
+
+    ``source`` says where a left node comes from: ``""`` (the input model), ``"copy of
+    NAME"`` (a copy of node NAME made by unrolling or inlining) or ``"added"`` (a canonical
+    SequenceConstruct/SequenceEmpty that seqpasses wrote for a consumer that needs a sequence).
+    """
 
     rule: str
     node: str
     op_type: str
     graph: str
     detail: str = ""
+    source: str = ""
 
     def as_dict(self) -> dict[str, str]:
         return {
@@ -44,6 +63,7 @@ class Rewrite:
             "op_type": self.op_type,
             "graph": self.graph,
             "detail": self.detail,
+            "source": self.source,
         }
 
 
@@ -66,6 +86,14 @@ class Report:
     def sequence_ops_after(self) -> int:
         return sum(n for op, n in self.ops_after.items() if op in SEQUENCE_OPS)
 
+    @property
+    def optional_ops_before(self) -> int:
+        return sum(n for op, n in self.ops_before.items() if op in OPTIONAL_OPS)
+
+    @property
+    def optional_ops_after(self) -> int:
+        return sum(n for op, n in self.ops_after.items() if op in OPTIONAL_OPS)
+
     def table(self) -> str:
         """A short before/after table of op counts, changed rows first."""
         ops = sorted(
@@ -82,6 +110,8 @@ class Report:
             f"sequence ops: {self.sequence_ops_before} -> {self.sequence_ops_after}, "
             f"{len(self.rewrites)} rewrites, {len(self.left)} left"
         )
+        if self.optional_ops_before or self.optional_ops_after:
+            lines.append(f"optional ops: {self.optional_ops_before} -> {self.optional_ops_after}")
         return "\n".join(lines)
 
     def as_dict(self) -> dict[str, Any]:
@@ -90,6 +120,8 @@ class Report:
             "ops_after": dict(sorted(self.ops_after.items())),
             "sequence_ops_before": self.sequence_ops_before,
             "sequence_ops_after": self.sequence_ops_after,
+            "optional_ops_before": self.optional_ops_before,
+            "optional_ops_after": self.optional_ops_after,
             "rewrites": [r.as_dict() for r in self.rewrites],
             "left": [r.as_dict() for r in self.left],
             "notes": list(self.notes),
@@ -143,11 +175,17 @@ def count_sequence_ops(model: ir.Model | onnx.ModelProto) -> int:
 
 
 def _proto_nodes(model: onnx.ModelProto) -> Iterable[tuple[str, str]]:
+    for node in all_proto_nodes(model):
+        yield node.op_type, node.domain
+
+
+def all_proto_nodes(model: onnx.ModelProto) -> Iterable[onnx.NodeProto]:
+    """Every node of a ModelProto: main graph, subgraphs, functions."""
     graphs: list[onnx.GraphProto | onnx.FunctionProto] = [model.graph, *model.functions]
     while graphs:
         graph = graphs.pop()
         for node in graph.node:
-            yield node.op_type, node.domain
+            yield node
             for attr in node.attribute:
                 if attr.type == onnx.AttributeProto.GRAPH:
                     graphs.append(attr.g)

@@ -61,6 +61,9 @@ def inline_graph(
     nodes = list(copy)
     copy.remove(nodes)
     for new, node in zip(nodes, body, strict=True):
+        f.origin[new] = node
+        for inner, original in zip(_nested(new), _nested(node), strict=True):
+            f.origin[inner] = original
         new.name = f.next_name(base, node.name or node.op_type)
         for out in new.outputs:
             out.name = None
@@ -74,6 +77,18 @@ def inline_graph(
         f.visit(node, scope)
     # the walk may have replaced an output (an inner If inlined, a Loop rebuilt)
     return nodes, [f.current(v) for v in outputs]
+
+
+def _nested(node: ir.Node) -> list[ir.Node]:
+    """The nodes of ``node``'s subgraphs, in one fixed order (a copy lists its own alike)."""
+    found: list[ir.Node] = []
+    for attr in node.attributes.values():
+        if attr.is_ref() or attr.type not in (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS):
+            continue
+        graphs = [attr.as_graph()] if attr.type == ir.AttributeType.GRAPH else attr.as_graphs()
+        for graph in graphs:
+            found.extend(ir.traversal.RecursiveGraphIterator(graph))
+    return found
 
 
 def _outputs_can_move(f: Folder, node: ir.Node, scope: Scope, outputs: list[ir.Value]) -> str:
@@ -236,11 +251,12 @@ def _sequence_map(f: Folder, node: ir.Node, scope: Scope) -> bool:
             results[k].append(out)
     left = f.left_since(mark, [v for values in results for v in values])
     if left:  # one copy per element would only multiply what stays
+        cause = next((n for n in left if n in f.reasons), left[0])
         f.rollback(mark)
         return f.leave(
             node,
             f"inlining would leave {len(left)} sequence op(s) in the copies "
-            f"({left[0].op_type}: {f.reasons.get(left[0]) or 'needed as a sequence'})",
+            f"({cause.op_type}: {f.reasons.get(cause) or 'needed as a sequence'})",
         )
     for k, out in enumerate(node.outputs):
         dtype = out.type.dtype if out.type is not None else body.outputs[k].dtype

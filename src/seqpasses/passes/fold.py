@@ -37,7 +37,14 @@ import onnx_ir.passes.common as common_passes
 from seqpasses.consteval import ConstantEvaluator
 from seqpasses.dims import contradicts, fill_shape
 from seqpasses.emit import Emitter
-from seqpasses.report import SEQUENCE_OPS, Report, Rewrite, all_nodes
+from seqpasses.report import (
+    OPTIONAL_OPS,
+    SEQUENCE_OPS,
+    Report,
+    Rewrite,
+    all_nodes,
+    count_sequence_ops,
+)
 from seqpasses.sequence import PositionError, StaticSequence, Unknown
 from seqpasses.shapes import ShapeOracle
 
@@ -52,6 +59,7 @@ __all__ = [
 ]
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
+LEFT_OPS = SEQUENCE_OPS | OPTIONAL_OPS  # what the report lists when it stays
 
 
 @dataclass(frozen=True)
@@ -153,6 +161,7 @@ class Folder:
         self.canonical: set[ir.Node] = set()  # SequenceConstruct/Empty nodes materialize() made
         self.registered: list[tuple[ir.Graph, str]] = []  # initializers moved in by inlining
         self.no_unroll: set[ir.Node] = set()  # loops whose unrolling was tried and undone
+        self.origin: dict[ir.Node, ir.Node] = {}  # a copy made by inlining -> what it copies
         self.constants: dict[tuple[int, tuple[int, ...]], ir.Value] = {}
         self.squeezed: dict[ir.Value, tuple[ir.Value, int]] = {}
         self.split_axis: dict[ir.Node, int] = {}
@@ -292,6 +301,14 @@ class Folder:
             handler is not None
             and GROUP_OF_OP.get(node.op_type, "sequence-ops") in self.options.disabled
         ):
+            handler = None
+        refs = [a for a in node.attributes.values() if a.is_ref()]
+        if handler is not None and refs:
+            self.leave(
+                node,
+                f"attribute '{refs[0].name}' is the function's attribute "
+                f"'{refs[0].ref_attr_name}', known only at each call",
+            )
             handler = None
         done = handler(self, node, scope) if handler is not None else False
         if not done:
@@ -509,6 +526,15 @@ class Folder:
         return value
 
     # -- speculative rewrites -------------------------------------------------------------
+
+    def source(self, node: ir.Node) -> str:
+        """Where a node comes from, for the report (see :class:`~seqpasses.report.Rewrite`)."""
+        original = self.origin.get(node)
+        if original is not None:
+            while original in self.origin:
+                original = self.origin[original]
+            return f"copy of {original.name or original.op_type}"
+        return "added" if node in self.created else ""
 
     def checkpoint(self) -> Checkpoint:
         return Checkpoint(
@@ -1129,6 +1155,8 @@ REWRITES: dict[str, str] = {
     "(the body's len(l) and l[-1] become values it carries)",
     "loop-unroll": "unroll a Loop with a constant trip count (<= --max-unroll) that reads "
     "a sequence",
+    "function-inline": "inline model-local functions whose sequences cross their boundary, "
+    "when that leaves fewer sequence ops",
 }
 """The rewrite groups a caller can switch off by name (``--skip`` / ``--only``)."""
 
@@ -1189,8 +1217,49 @@ class FoldSequencesPass(ir.passes.InPlacePass):
         opset = model.opset_imports.get("", model.opset_imports.get("ai.onnx"))
         if opset is None:
             raise ValueError("the model imports no ONNX opset")
+        carriers = (
+            set() if "function-inline" in self.options.disabled else sequence_functions(model)
+        )
+        if not carriers:
+            return ir.passes.PassResult(model, modified=self._fold(model, opset, self.report))
+        # Sequences that cross a function boundary (a split in one function, its reads in
+        # another) only fold with the functions inlined at their call sites: try that on a
+        # copy, and keep it when it leaves fewer sequence ops than folding as they are.
+        snapshot = ir.serde.serialize_model(model)
+        kept = Report()
+        modified = self._fold(model, opset, kept)
+        left = count_sequence_ops(model)
+        if left:
+            trial, inlined = Report(), ir.serde.deserialize_model(snapshot)
+            try:
+                common_passes.InlinePass(criteria=lambda fn: fn.identifier() in carriers)(inlined)
+            except Exception as error:  # cycles, opset clashes: fold the functions as they are
+                kept.notes.append(f"functions with sequences not inlined: {error}")
+            else:
+                self._fold(inlined, opset, trial)
+                if count_sequence_ops(inlined) < left:
+                    names = ", ".join(sorted(name for _, name, _ in carriers))
+                    trial.rewrites.insert(
+                        0,
+                        Rewrite(
+                            "function-inline",
+                            "",
+                            "function",
+                            "main",
+                            f"{names}: inlined at the call sites (sequences cross them)",
+                        ),
+                    )
+                    _adopt(model, inlined)
+                    kept, modified = trial, True
+        self.report.rewrites.extend(kept.rewrites)
+        self.report.left.extend(kept.left)
+        self.report.notes.extend(kept.notes)
+        return ir.passes.PassResult(model, modified=modified)
+
+    def _fold(self, model: ir.Model, opset: int, report: Report) -> bool:
+        """Walk and clean ``model``, recording into ``report``; whether it changed."""
         before = _count_nodes(model)
-        folder = Folder(self.options, self.report)
+        folder = Folder(self.options, report)
         for value in model.graph.inputs:
             if value.shape is not None:
                 folder.input_dims.update(
@@ -1206,25 +1275,67 @@ class FoldSequencesPass(ir.passes.InPlacePass):
         for node in all_nodes(model):
             if node not in folder.created:
                 survivors += 1
-            if node.op_type in SEQUENCE_OPS and node.domain in _DEFAULT_DOMAINS:
-                self._record_left(node, folder)
-        modified = folder.rewrote or survivors != before
-        return ir.passes.PassResult(model, modified=modified)
+            if node.op_type in LEFT_OPS and node.domain in _DEFAULT_DOMAINS:
+                reason = folder.reasons.get(node) or _why_kept(node, folder)
+                report.left.append(
+                    Rewrite(
+                        "left",
+                        node.name or "",
+                        node.op_type,
+                        folder.paths.get(node, ""),
+                        reason,
+                        folder.source(node),
+                    )
+                )
+        return folder.rewrote or survivors != before
 
-    def _record_left(self, node: ir.Node, folder: Folder) -> None:
-        reason = folder.reasons.get(node) or _why_kept(node)
-        self.report.left.append(
-            Rewrite("left", node.name or "", node.op_type, folder.paths.get(node, ""), reason)
-        )
+
+def sequence_functions(model: ir.Model) -> set[ir.OperatorIdentifier]:
+    """The model-local functions whose bodies hold a sequence op, or call one that does."""
+    calls: dict[ir.OperatorIdentifier, set[ir.OperatorIdentifier]] = {}
+    found: set[ir.OperatorIdentifier] = set()
+    for fid, function in model.functions.items():
+        calls[fid] = set()
+        for node in ir.traversal.RecursiveGraphIterator(function):
+            if node.op_type in SEQUENCE_OPS and node.domain in _DEFAULT_DOMAINS:
+                found.add(fid)
+            elif node.op_identifier() in model.functions:
+                calls[fid].add(node.op_identifier())
+    grew = True
+    while grew:
+        grew = False
+        for fid, callees in calls.items():
+            if fid not in found and callees & found:
+                found.add(fid)
+                grew = True
+    return found
+
+
+def _adopt(model: ir.Model, other: ir.Model) -> None:
+    """Make ``model`` hold ``other``'s graph, functions and opsets (an in-place pass keeps the
+    caller's Model object)."""
+    model.graph = other.graph  # (the opset imports are the graph's)
+    model.functions.clear()
+    model.functions.update(other.functions)
 
 
 def _shape_text(shape: ir.Shape | None) -> str:
     return "[" + ",".join(str(d) for d in shape) + "]" if shape is not None else "?"
 
 
-def _why_kept(node: ir.Node) -> str:
+def _why_kept(node: ir.Node, folder: Folder) -> str:
     out = node.outputs[0]
+    if node.op_type in OPTIONAL_OPS:
+        if node.op_type == "Optional":
+            users = sorted({use.node.op_type for use in out.uses()})
+            where = "a graph output" if out.is_graph_output() else ", ".join(users)
+            return f"the optional is needed as one ({where})"
+        source = node.inputs[0] if node.inputs else None
+        return "optional " + (folder.why_unknown(source) if source is not None else "missing")
     if out.is_graph_output():
+        owner = folder.owners.get(id(out.graph))
+        if owner is not None:
+            return f"canonical form of a sequence returned by the {owner[1]} of {label(owner[0])}"
         return "canonical form of a sequence that is a graph output"
     users = sorted({use.node.op_type for use in out.uses()})
     return "canonical form of a sequence consumed by " + ", ".join(users)

@@ -254,9 +254,8 @@ def _loop(f: Folder, node: ir.Node, scope: Scope) -> bool:
             f.rewalk(body, scope, node, "body")
         f.loop_reasons.setdefault(node, []).append(f"not unrolled: {why}")
         for read in reads:
-            f.reasons[read] = (
-                f"{f.reasons.get(read, read.op_type)}; {label(node)} not unrolled: {why}"
-            )
+            if read in f.reasons:
+                f.reasons[read] = f"{f.reasons[read]}; {label(node)} not unrolled: {why}"
     if reads and "loop-scan" not in f.options.disabled:
         lifted = _lift_reads(f, node, scope, body)
         if lifted is not None:
@@ -542,11 +541,12 @@ def _unroll(f: Folder, node: ir.Node, scope: Scope, body: ir.Graph) -> str:
     roots = [v for v in carried if v is not None] + [v for values in scans for v in values]
     left = f.left_since(mark, roots)
     if left:
-        first = f.reasons.get(left[0]) or f"a {left[0].op_type} needed as a sequence"
+        cause = next((n for n in left if n in f.reasons), left[0])
+        why = f.reasons.get(cause) or "needed as a sequence"
         f.rollback(mark)
         return (
             f"unrolling would leave {len(left)} sequence op(s) in the copies "
-            f"({left[0].op_type}: {first})"
+            f"({cause.op_type}: {why})"
         )
     finals: list[ir.Value] = [v for v in carried if v is not None]
     for values in scans:
