@@ -7,7 +7,7 @@ without torch installed. Run 0 is the export's sample input; modules with run-ti
 counts get more runs with other lengths. Run from the repository
 root with torch installed (``pip install torch==2.13.0``):
 
-    python scripts/export_torch_models.py [OUTDIR]
+    python scripts/export_torch_models.py [OUTDIR] [--only NAME ...]
 
 Every module is exported with the TorchScript exporter (``dynamo=False``, scripted so that
 Python lists and loops stay lists and loops in the graph); those whose list logic does not
@@ -283,6 +283,74 @@ class SumUnbind(nn.Module):
         return acc
 
 
+class PopInBranches(nn.Module):
+    """pop inside a conditional block, three times (TorchScript unrolls the literal range):
+    each branch keeps the list's length, so every if yields a list of one length."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        items = [x, x + 1.0, x * 2.0]
+        for i in range(3):
+            if bool(x.sum() > float(i)):
+                y = items.pop()
+                items.insert(0, y * 2.0)
+        return torch.stack(items)
+
+
+class PopThenAppendInIf(nn.Module):
+    """pop and append back inside a data-dependent if, then torch.cat."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        items = [x, x + 1.0, x * 2.0, x - 1.0]
+        if bool(x.sum() > 0.0):
+            last = items.pop()
+            items.append(last * 3.0)
+        return torch.cat(items, 0)
+
+
+class NestedListReads(nn.Module):
+    """A list read and grown across nested loops: an outer loop (unrolled by seqpasses) whose
+    body runs an inner loop over a run-time dim starting from the list's last element."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        rows: list[Tensor] = [x]
+        for _ in range(2):
+            acc = rows[-1]
+            for j in range(x.size(0)):
+                acc = acc + x[j : j + 1].sum()
+            rows.append(acc)
+        return torch.stack(rows)
+
+
+class NestedAppendConst(nn.Module):
+    """A list of lists: an inner list of three appended per row of a run-time dim."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        rows: list[Tensor] = []
+        for i in range(x.size(0)):
+            row: list[Tensor] = []
+            for j in range(3):
+                row.append(x[i] * float(j + 1))
+            rows.append(torch.stack(row))
+        return torch.stack(rows)
+
+
+class TensorSplit(nn.Module):
+    """torch.tensor_split into three uneven parts, reordered."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        parts = torch.tensor_split(x, 3, dim=1)
+        return torch.cat([parts[2], parts[0]], 1) * parts[1].sum()
+
+
+class ComputedIndex(nn.Module):
+    """Indexing a split list at positions computed from a dim."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        parts = torch.split(x, 1, dim=0)
+        k = x.size(0) - 2
+        return parts[k] + parts[k // 2]
+
+
 @dataclass
 class Case:
     name: str
@@ -417,6 +485,26 @@ def _cases() -> list[Case]:
             ((rand(1, 4),), (rand(5, 4),)),
         ),
         Case(
+            "pop_in_branches",
+            PopInBranches,
+            (rand(2, 3),),
+            ["x"],
+            False,
+            more=((-rand(2, 3).abs(),), (rand(2, 3).abs() + 1.0,)),
+        ),
+        Case(
+            "pop_then_append_in_if",
+            PopThenAppendInIf,
+            (rand(2, 3),),
+            ["x"],
+            False,
+            more=((-rand(2, 3).abs(),), (rand(2, 3).abs(),)),
+        ),
+        Case("nested_list_reads", NestedListReads, (rand(3, 2),), ["x"], False),
+        Case("nested_append_const", NestedAppendConst, (rand(3, 2),), ["x"], False),
+        Case("tensor_split", TensorSplit, (rand(2, 7),), ["x"], True),
+        Case("computed_index", ComputedIndex, (rand(5, 3),), ["x"], True),
+        Case(
             "sum_unbind",
             SumUnbind,
             (rand(3, 4),),
@@ -488,9 +576,14 @@ def export_dynamo(case: Case, out_dir: Path) -> str:
 
 
 def main(argv: list[str]) -> int:
+    """``[OUTDIR] [--only NAME ...]``: every case, or only the named ones."""
+    only = set(argv[argv.index("--only") + 1 :]) if "--only" in argv else None
+    argv = argv[: argv.index("--only")] if "--only" in argv else argv
     out_dir = Path(argv[0]) if argv else Path("sample_models") / "torch"
     out_dir.mkdir(parents=True, exist_ok=True)
     for case in _cases():
+        if only is not None and case.name not in only:
+            continue
         print(export_torchscript(case, out_dir))
         if case.dynamo:
             print(export_dynamo(case, out_dir))

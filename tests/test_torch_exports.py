@@ -48,6 +48,11 @@ EXPECTED_REWRITES = {
     "ts_decode_loop": "loop-lift-reads",
     "ts_branch_on_length": "loop-append-to-scan-output",
     "ts_sum_unbind": "sequence-at-split",
+    "ts_pop_in_branches": "if-static-sequences",
+    "ts_pop_then_append_in_if": "if-static-sequences",
+    "ts_nested_append_const": "loop-append-to-scan-output",
+    "ts_tensor_split": "split-to-sequence",
+    "ts_computed_index": "split-to-sequence",
 }
 
 
