@@ -1,7 +1,8 @@
 """A long fuzz campaign: random sequence programs, optimized and verified.
 
-Usage: python scripts/fuzz.py --examples 5000 [--seed 0] [--loops]
-(--loops: programs built around a Loop that carries a list, instead of straight-line ones)
+Usage: python scripts/fuzz.py --examples 5000 [--seed 0] [--loops | --nested]
+(--loops: programs built around a Loop that carries a list, instead of straight-line ones;
+--nested: such a Loop holding an inner Loop or an If)
 Prints the number of programs run and any failure (with the program) and exits non-zero on one.
 """
 
@@ -16,7 +17,7 @@ from hypothesis import HealthCheck, given, seed, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from fuzz_programs import loop_programs, programs
+from fuzz_programs import loop_programs, nested_programs, programs
 from test_fuzz import check_program
 
 
@@ -25,8 +26,13 @@ def main() -> int:
     parser.add_argument("--examples", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--loops", action="store_true", help="fuzz loops that carry lists")
+    parser.add_argument(
+        "--nested", action="store_true", help="fuzz loops holding an inner Loop or an If"
+    )
     args = parser.parse_args()
     count = 0
+
+    strategy = nested_programs() if args.nested else loop_programs() if args.loops else programs()
 
     @seed(args.seed)
     @settings(
@@ -35,7 +41,7 @@ def main() -> int:
         database=None,
         suppress_health_check=list(HealthCheck),
     )
-    @given(loop_programs() if args.loops else programs())
+    @given(strategy)
     def campaign(model):  # type: ignore[no-untyped-def]
         nonlocal count
         count += 1
@@ -49,7 +55,7 @@ def main() -> int:
         for note in getattr(error, "__notes__", []):
             print(note)
         return 1
-    kind = "loop programs" if args.loops else "programs"
+    kind = "nested programs" if args.nested else "loop programs" if args.loops else "programs"
     print(f"{count} {kind}, 0 failures, {time.perf_counter() - start:.0f} s (seed {args.seed})")
     return 0
 

@@ -362,3 +362,253 @@ def _float(b: _Builder, value: float) -> str:
     tensor = helper.make_tensor(out + "_v", TensorProto.FLOAT, [], [value])
     b.nodes.append(helper.make_node("Constant", [], [out], value=tensor))
     return out
+
+
+@st.composite
+def nested_programs(draw: st.DrawFn) -> onnx.ModelProto:
+    """A Loop that carries a list, with an inner Loop or an If in its body: lists appended at
+    both levels (a list of stacked inner lists), appends, pops and reads inside conditional
+    blocks (run-time and data-dependent conditions, branches of equal and of different list
+    lengths), iteration numbers declared ``[]`` or ``[1]`` (read by a Slice, as TorchScript
+    writes it), constant and run-time trip counts, then random reads of the final list."""
+    opset = draw(st.sampled_from([13, 16, 18]))  # a Loop carries sequences from opset 13
+    f32, i64 = TensorProto.FLOAT, TensorProto.INT64
+    b = _Builder(f32, [2, 3])
+    outer: list[onnx.NodeProto] = []
+    b.nodes = outer
+
+    def axes(nodes: list[onnx.NodeProto], op: str, source: str, axis: int) -> str:
+        out = b.name(op.lower())
+        if opset >= 13:
+            b.nodes = nodes
+            nodes.append(helper.make_node(op, [source, b.consts([axis])], [out]))
+        else:
+            nodes.append(helper.make_node(op, [source], [out], axes=[axis]))
+        return out
+
+    # -- trip counts: the outer loop runs 1..3 times; the inner one 1..2 times
+    def trip(nodes: list[onnx.NodeProto], most: int) -> str:
+        b.nodes = nodes
+        if draw(st.booleans()):
+            return b.const(draw(st.integers(1, most)))
+        absolute, plus, count = b.name("abs"), b.name("plus"), b.name("trip")
+        nodes.append(helper.make_node("Abs", ["steps"], [absolute]))
+        nodes.append(helper.make_node("Add", [absolute, b.const(1)], [plus]))
+        nodes.append(helper.make_node("Min", [plus, b.const(most)], [count]))
+        return count
+
+    outer_trip = trip(outer, 3)
+    b.nodes = outer
+    true = b.const(1, TensorProto.BOOL)
+    start = draw(st.sampled_from(["empty", "one", "two"]))
+    inner_kind = draw(st.sampled_from(["none", "loop", "if"]))
+    stacked = inner_kind == "loop" and draw(st.booleans())  # the list holds inner stacks
+    if stacked:
+        start = "empty"
+    initial = b.name("init")
+    if start == "empty":
+        outer.append(helper.make_node("SequenceEmpty", [], [initial], dtype=f32))
+    else:
+        items = ["x"] if start == "one" else ["x", "x"]
+        outer.append(helper.make_node("SequenceConstruct", items, [initial]))
+
+    # -- the outer body: counter i ([] or [1]), condition c, list l, state h
+    body: list[onnx.NodeProto] = []
+    b.nodes = body
+    counter_one = draw(st.booleans())
+    scalar_i = "i"
+    if counter_one:  # declared [1]: a Slice reads it as its start; positions need a scalar
+        scalar_i = axes(body, "Squeeze", "i", 0)
+        row, stop = b.name("row"), b.name("stop")
+        body.append(helper.make_node("Add", ["i", b.consts([1])], [stop]))
+        body.append(helper.make_node("Slice", ["x", "i", stop, b.consts([1])], [row]))
+        b.nodes = body
+    fi = b.name("fi")
+    body.append(helper.make_node("Cast", [scalar_i], [fi], to=f32))
+    element = b.name("e")
+    body.append(helper.make_node("Mul", ["h", fi], [element]))
+    if counter_one:
+        widened = b.name("e")
+        body.append(helper.make_node("Add", [element, row], [widened]))  # [2,3] + [2,1]...
+        element = widened
+    list_in, state_out = "l", b.name("h")
+    body.append(helper.make_node("Add", ["h", "x"], [state_out]))
+    appended: str | None = element
+
+    if inner_kind == "loop":
+        inner: list[onnx.NodeProto] = []
+        inner_trip = trip(body, 2)
+        b.nodes = body
+        inner_init = b.name("ii")
+        body.append(helper.make_node("SequenceEmpty", [], [inner_init], dtype=f32))
+        b.nodes = inner
+        fj, piece, grown = b.name("fj"), b.name("piece"), b.name("ig")
+        inner.append(helper.make_node("Cast", ["j"], [fj], to=f32))
+        inner.append(helper.make_node("Add", [element, fj], [piece]))
+        reads_outer = start != "empty" and not stacked and draw(st.booleans())
+        if reads_outer:  # the inner body reads the outer list's last element
+            last, mixed = b.name("last"), b.name("piece")
+            inner.append(helper.make_node("SequenceAt", [list_in, b.const(-1)], [last]))
+            inner.append(helper.make_node("Add", [piece, last], [mixed]))
+            piece = mixed
+        inner.append(helper.make_node("SequenceInsert", ["il", piece], [grown]))
+        ico = b.name("ico")
+        inner.append(helper.make_node("Identity", ["ci"], [ico]))
+        inner_body = helper.make_graph(
+            inner,
+            "inner",
+            [
+                helper.make_tensor_value_info("j", i64, []),
+                helper.make_tensor_value_info("ci", TensorProto.BOOL, []),
+                _sequence_info("il"),
+            ],
+            [
+                helper.make_tensor_value_info(ico, TensorProto.BOOL, []),
+                _sequence_info(grown),
+            ],
+        )
+        b.nodes = body
+        inner_final, stack = b.name("if"), b.name("stack")
+        body.append(
+            helper.make_node("Loop", [inner_trip, true, inner_init], [inner_final], body=inner_body)
+        )
+        body.append(
+            helper.make_node("ConcatFromSequence", [inner_final], [stack], axis=0, new_axis=1)
+        )
+        if stacked:
+            appended = stack
+        else:  # the stack's rows summed back into the element
+            total = b.name("e")
+            body.append(
+                helper.make_node("ReduceSum", [stack], [total], keepdims=0, axes=[0])
+                if opset < 13
+                else helper.make_node("ReduceSum", [stack, b.consts([0])], [total], keepdims=0)
+            )
+            appended = total
+    list_out = b.name("lo")
+    if inner_kind == "if":
+        cond_kind = draw(st.sampled_from(["flag", "data"]))
+        condition = "flag"
+        if cond_kind == "data":
+            condition = b.name("big")
+            total = b.name("sum")
+            body.append(helper.make_node("ReduceSum", ["h"], [total], keepdims=0))
+            body.append(helper.make_node("Greater", [total, fi], [condition]))
+        shapes = ["append_both", "pop_append", "read"]
+        shape = draw(st.sampled_from([*shapes, "append_one"] if opset >= 14 else shapes))
+        then_nodes: list[onnx.NodeProto] = []
+        else_nodes: list[onnx.NodeProto] = []
+        then_out, else_out = b.name("tl"), b.name("el")
+        if shape == "append_both":  # one length in both branches
+            negated = b.name("neg")
+            then_nodes.append(helper.make_node("SequenceInsert", [list_in, element], [then_out]))
+            else_nodes.append(helper.make_node("Neg", [element], [negated]))
+            else_nodes.append(helper.make_node("SequenceInsert", [list_in, negated], [else_out]))
+        elif shape == "append_one":  # a conditional append: lengths differ
+            then_nodes.append(helper.make_node("SequenceInsert", [list_in, element], [then_out]))
+            else_nodes.append(helper.make_node("Identity", [list_in], [else_out]))
+        elif shape == "pop_append":  # pop, change, append back (fails on an empty list)
+            b.nodes = then_nodes
+            top, popped, doubled = b.name("top"), b.name("pl"), b.name("dbl")
+            then_nodes.append(helper.make_node("SequenceAt", [list_in, b.const(-1)], [top]))
+            then_nodes.append(helper.make_node("SequenceErase", [list_in], [popped]))
+            then_nodes.append(helper.make_node("Add", [top, element], [doubled]))
+            then_nodes.append(helper.make_node("SequenceInsert", [popped, doubled], [then_out]))
+            else_nodes.append(helper.make_node("SequenceInsert", [list_in, element], [else_out]))
+        else:  # a read in a conditional block; the list grows after the If
+            b.nodes = then_nodes
+            top, mixed = b.name("top"), b.name("mix")
+            then_nodes.append(helper.make_node("SequenceAt", [list_in, b.const(0)], [top]))
+            then_nodes.append(helper.make_node("Add", [top, element], [then_out]))
+            else_nodes.append(helper.make_node("Identity", [element], [else_out]))
+        b.nodes = body
+        kind = "tensor" if shape == "read" else "sequence"
+
+        def info(name: str) -> onnx.ValueInfoProto:
+            if kind == "tensor":
+                return helper.make_tensor_value_info(name, f32, [2, 3])
+            return _sequence_info(name)
+
+        branch_out = b.name("bo")
+        body.append(
+            helper.make_node(
+                "If",
+                [condition],
+                [branch_out],
+                then_branch=helper.make_graph(then_nodes, "then", [], [info(then_out)]),
+                else_branch=helper.make_graph(else_nodes, "else", [], [info(else_out)]),
+            )
+        )
+        if kind == "tensor":
+            body.append(helper.make_node("SequenceInsert", [list_in, branch_out], [list_out]))
+        else:
+            list_out = branch_out
+    else:
+        assert appended is not None
+        body.append(helper.make_node("SequenceInsert", [list_in, appended], [list_out]))
+    cond_out = b.name("co")
+    body.append(helper.make_node("Identity", ["c"], [cond_out]))
+    counter_type = helper.make_tensor_value_info("i", i64, [1] if counter_one else [])
+    loop_body = helper.make_graph(
+        body,
+        "body",
+        [
+            counter_type,
+            helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+            _sequence_info("l"),
+            helper.make_tensor_value_info("h", f32, [2, 3]),
+        ],
+        [
+            helper.make_tensor_value_info(cond_out, TensorProto.BOOL, []),
+            _sequence_info(list_out),
+            helper.make_tensor_value_info(state_out, f32, [2, 3]),
+        ],
+    )
+    b.nodes = outer
+    outer.append(
+        helper.make_node(
+            "Loop", [outer_trip, true, initial, "x"], ["final", "state"], body=loop_body
+        )
+    )
+    # -- reads of the final list (tensor outputs declared with their rank)
+    rank = 3 if stacked else 2
+    outputs: list[onnx.ValueInfoProto] = []
+    if draw(st.booleans()):
+        outputs.append(helper.make_tensor_value_info("state", f32, [2, 3]))
+    for _ in range(draw(st.integers(1, 3))):
+        read = draw(st.sampled_from(["concat", "length", "at", "output"]))
+        out = b.name("r")
+        if read == "concat":
+            new_axis = draw(st.sampled_from([0, 1]))
+            outer.append(
+                helper.make_node("ConcatFromSequence", ["final"], [out], axis=0, new_axis=new_axis)
+            )
+            dims = [None] * (rank + new_axis)
+            outputs.append(helper.make_tensor_value_info(out, f32, dims))
+        elif read == "length":
+            outer.append(helper.make_node("SequenceLength", ["final"], [out]))
+            outputs.append(helper.make_tensor_value_info(out, i64, []))
+        elif read == "at":
+            position = b.const(draw(st.integers(-2, 1)))
+            outer.append(helper.make_node("SequenceAt", ["final", position], [out]))
+            outputs.append(helper.make_tensor_value_info(out, f32, [None] * rank))
+        elif all(o.name != "final" for o in outputs):
+            outputs.append(_sequence_info("final"))
+    if not outputs:
+        outputs.append(_sequence_info("final"))
+    inputs = [
+        helper.make_tensor_value_info("x", f32, [2, 3]),
+        helper.make_tensor_value_info("steps", i64, []),
+        helper.make_tensor_value_info("flag", TensorProto.BOOL, []),
+    ]
+    graph = helper.make_graph(outer, "fuzz_nested", inputs, outputs)
+    return helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR_FOR_OPSET[opset]
+    )
+
+
+def _sequence_info(name: str) -> onnx.ValueInfoProto:
+    """A sequence of float tensors of unknown shape (``make_tensor_sequence_value_info`` with
+    no shape declares scalar elements)."""
+    element = helper.make_tensor_type_proto(TensorProto.FLOAT, None)
+    return helper.make_value_info(name, helper.make_sequence_type_proto(element))

@@ -11,7 +11,7 @@ import onnx_ir.passes.common as common_passes
 from hypothesis import HealthCheck, given, settings
 
 import seqpasses
-from fuzz_programs import loop_programs, programs
+from fuzz_programs import loop_programs, nested_programs, programs
 from helpers import refold_modified, sequence_op_count
 
 
@@ -50,4 +50,10 @@ def test_random_programs_keep_their_outputs(model: onnx.ModelProto) -> None:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(loop_programs())
 def test_random_loops_keep_their_outputs(model: onnx.ModelProto) -> None:
+    check_program(model)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nested_programs())
+def test_random_nested_control_flow_keeps_its_outputs(model: onnx.ModelProto) -> None:
     check_program(model)
