@@ -508,6 +508,10 @@ class Folder:
     def materialize(
         self, seq: StaticSequence, scope: Scope, anchor: ir.Node | None, like: ir.Value
     ) -> ir.Value:
+        if self.forwarded and any(e in self.forwarded for e in seq.elements):
+            # an element was replaced after the list was built (a read rewritten later):
+            # the list holds what replaced it, or the replaced node would stay alive
+            seq = StaticSequence(tuple(self.current(e) for e in seq.elements), seq.dtype)
         key = (id(scope.graph), seq.elements, seq.dtype)
         if anchor is not None and key in self.materialized:
             return self.materialized[key]
@@ -908,7 +912,7 @@ def _sequence_at(f: Folder, node: ir.Node, scope: Scope) -> bool:
             return True
         return f.leave(node, why or "SequenceAt without a position")
     try:
-        element = seq.at(position)
+        element = f.current(seq.at(position))
     except PositionError as error:
         return f.leave(node, f"{error}: left to fail at run time as before")
     f.replace(node.outputs[0], element, scope)
