@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import torch_table  # noqa: E402
+import torch_table
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

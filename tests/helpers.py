@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import onnx
 import onnx_ir as ir
 from onnx import numpy_helper
@@ -41,6 +42,8 @@ class Rule:
     options: dict[str, bool]
     before: onnx.ModelProto
     after: onnx.ModelProto
+    inputs: dict[str, Any]  # fixed input values (``# inputs: name = [1, 2]; ...``), as arrays
+    runnable: bool  # False: ``# verify: not runnable (why)``, no evaluator can run the model
 
 
 def parse_rule(path: Path) -> Rule:
@@ -49,17 +52,27 @@ def parse_rule(path: Path) -> Rule:
     before_text, after_text = rest.split("=== after\n", 1)
     identity = ""
     options: dict[str, bool] = {}
+    fixed: dict[str, Any] = {}
+    runnable = True
     for line in header.splitlines():
+        if line.startswith("# verify: not runnable"):
+            runnable = False
         if line.startswith("# identity:"):
             identity = line.split(":", 1)[1].strip()
         elif line.startswith("# options:"):
             options = {name.strip(): True for name in line.split(":", 1)[1].split(",")}
+        elif line.startswith("# inputs:"):
+            for item in line.split(":", 1)[1].split(";"):
+                name, value = item.split("=", 1)
+                fixed[name.strip()] = json.loads(value)
+    before = onnx.parser.parse_model(before_text)
+    types = {v.name: v.type.tensor_type.elem_type for v in before.graph.input}
+    inputs = {
+        name: np.array(value, dtype=onnx.helper.tensor_dtype_to_np_dtype(types[name]))
+        for name, value in fixed.items()
+    }
     return Rule(
-        path.stem,
-        identity,
-        options,
-        onnx.parser.parse_model(before_text),
-        onnx.parser.parse_model(after_text),
+        path.stem, identity, options, before, onnx.parser.parse_model(after_text), inputs, runnable
     )
 
 

@@ -84,10 +84,11 @@ def test_cli_writes_nothing_and_exits_3_when_the_self_check_fails(
 ) -> None:
     # stands in for a bug in seqpasses' own passes: the real passes, then a branch lost
     import seqpasses.cli
+    import seqpasses.pipeline
 
     source = tmp_path / "in.onnx"
     onnx.save(parse_rule(BRANCHES).before, source)
-    real = seqpasses.cli.run_passes
+    real = seqpasses.pipeline.run_passes
 
     def lose_a_branch(model: ir.Model, **kwargs: object) -> seqpasses.Report:
         report = real(model, **kwargs)  # type: ignore[arg-type]
@@ -96,7 +97,7 @@ def test_cli_writes_nothing_and_exits_3_when_the_self_check_fails(
                 node.attributes.pop("else_branch")
         return report
 
-    monkeypatch.setattr(seqpasses.cli, "run_passes", lose_a_branch)
+    monkeypatch.setattr(seqpasses.pipeline, "run_passes", lose_a_branch)
     out = tmp_path / "out.onnx"
     code = seqpasses.cli.main(["optimize", str(source), "-o", str(out)])
     err = capsys.readouterr().err

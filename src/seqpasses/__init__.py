@@ -6,7 +6,7 @@ from seqpasses.api import optimize, optimize_ir
 from seqpasses.inference import ShapeFacts, ValueFact, infer_shapes, shape_facts
 from seqpasses.passes.fold import REWRITES, FoldOptions, FoldSequencesPass
 from seqpasses.report import Report, count_ops, count_sequence_ops
-from seqpasses.verify import VerifyReport, verify
+from seqpasses.verify import VerifyReport, load_inputs, verify
 
 __version__ = "0.1.0"
 
@@ -22,6 +22,7 @@ __all__ = [
     "count_ops",
     "count_sequence_ops",
     "infer_shapes",
+    "load_inputs",
     "optimize",
     "optimize_ir",
     "shape_facts",

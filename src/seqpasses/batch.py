@@ -1,6 +1,6 @@
 """``seqpasses optimize DIR -o OUTDIR``: every ``.onnx`` under a folder, in parallel.
 
-Each model is one :class:`~seqpasses.cli.Job`, written at the same relative path under
+Each model is one :class:`~seqpasses.pipeline.Job`, written at the same relative path under
 OUTDIR (its external data beside it). With ``--jobs N`` the jobs run in N worker processes.
 One bad model never stops the others: its failure is one line in the log and the summary,
 and the exit code is 1 when any model failed. Progress is a bar on a terminal and one plain
@@ -9,8 +9,7 @@ line per model otherwise.
 
 from __future__ import annotations
 
-import argparse
-import json
+import dataclasses
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from seqpasses.io import BadInputError
+from seqpasses.pipeline import Job, run_job, write_report
 
 __all__ = ["ModelResult", "run_batch"]
 
@@ -34,12 +34,12 @@ class ModelResult:
     sequence_ops_after: int = 0
     left: int = 0
     seconds: float = 0.0
+    check: str = ""  # --check's status: verified, partial, not verified ("" without --check)
+    rewrites: list[str] = dataclasses.field(default_factory=list)
     report: dict[str, Any] | None = None
 
 
-def _run_one(job: Any, relative: str) -> ModelResult:
-    from seqpasses.cli import run_job
-
+def _run_one(job: Job, relative: str) -> ModelResult:
     start = time.perf_counter()
     try:
         job.output.parent.mkdir(parents=True, exist_ok=True)
@@ -51,6 +51,8 @@ def _run_one(job: Any, relative: str) -> ModelResult:
         return ModelResult(relative, False, message, seconds=time.perf_counter() - start)
     report = outcome.report
     verdict = outcome.verdict
+    data = report.as_dict()
+    data["check"] = None if verdict is None else verdict.as_dict()
     return ModelResult(
         relative,
         outcome.written,
@@ -61,17 +63,20 @@ def _run_one(job: Any, relative: str) -> ModelResult:
         report.sequence_ops_after,
         len(report.left),
         time.perf_counter() - start,
-        report.as_dict(),
+        "" if verdict is None else verdict.status,
+        [f"{r.rule}: {r.op_type} {r.node} {r.detail}".strip() for r in report.rewrites],
+        data,
     )
 
 
 class _Progress:
     """A one-line bar on a terminal; plain lines (one per model) anywhere else."""
 
-    def __init__(self, total: int, quiet: bool, stream: TextIO, log: TextIO) -> None:
+    def __init__(self, total: int, quiet: bool, verbose: bool, stream: TextIO, log: TextIO) -> None:
         self.total = total
         self.done = 0
         self.quiet = quiet
+        self.verbose = verbose
         self.stream = stream
         self.log = log
         self.bar = stream.isatty() and not quiet
@@ -90,6 +95,9 @@ class _Progress:
                 self.stream.write(f"\r\x1b[K  FAIL {result.path}: {result.error}\n")
         elif not self.quiet or not result.ok:
             print(_line(result, self.done, self.total), file=self.log if result.ok else self.stream)
+        if self.verbose and not self.bar:
+            for rewrite in result.rewrites:
+                print(f"    rewrite {rewrite}", file=self.log)
 
     def close(self) -> None:
         if self.bar:
@@ -101,37 +109,54 @@ def _line(result: ModelResult, done: int, total: int) -> str:
     count = f"[{done}/{total}]"
     if not result.ok:
         return f"{count} FAIL {result.path}: {result.error}"
+    check = f", {result.check}" if result.check and result.check != "verified" else ""
     return (
         f"{count} ok   {result.path}: sequence ops {result.sequence_ops_before} -> "
-        f"{result.sequence_ops_after} ({result.seconds:.2f} s)"
+        f"{result.sequence_ops_after} ({result.seconds:.2f} s{check})"
     )
 
 
-def run_batch(args: argparse.Namespace, source: Path, target: Path) -> int:
-    from seqpasses.cli import _job
-
+def run_batch(
+    template: Job,
+    source: Path,
+    target: Path,
+    *,
+    jobs: int = 1,
+    quiet: bool = False,
+    verbose: bool = False,
+    report: Path | None = None,
+) -> int:
+    """Optimize every ``.onnx`` under ``source`` into ``target`` with ``template``'s settings."""
     if target.exists() and not target.is_dir():
         raise BadInputError(f"{target}: the input is a folder, so the output must be one too")
     if target.resolve().is_relative_to(source.resolve()):
         raise BadInputError(f"{target}: the output folder must not be inside the input folder")
+    if report is not None:
+        if report.resolve().is_relative_to(source.resolve()) and report.suffix == ".onnx":
+            raise BadInputError(f"{report}: the report would overwrite a model of the input")
+        if not report.parent.is_dir():
+            raise BadInputError(f"{report.parent}: report folder does not exist")
     models = sorted(p for p in source.rglob("*.onnx") if p.is_file())
     if not models:
         raise BadInputError(f"{source}: no .onnx files under this folder")
     target.mkdir(parents=True, exist_ok=True)
-    jobs = [
-        (_job(args, p, target / p.relative_to(source)), p.relative_to(source).as_posix())
+    work = [
+        (
+            dataclasses.replace(template, input=p, output=target / p.relative_to(source)),
+            p.relative_to(source).as_posix(),
+        )
         for p in models
     ]
-    progress = _Progress(len(jobs), args.quiet, sys.stderr, sys.stdout)
+    progress = _Progress(len(work), quiet, verbose, sys.stderr, sys.stdout)
     start = time.perf_counter()
     results: list[ModelResult] = []
-    if args.jobs == 1:
-        for job, relative in jobs:
+    if jobs == 1:
+        for job, relative in work:
             results.append(_run_one(job, relative))
             progress.update(results[-1])
     else:
-        with ProcessPoolExecutor(max_workers=min(args.jobs, len(jobs))) as pool:
-            futures = [pool.submit(_run_one, job, relative) for job, relative in jobs]
+        with ProcessPoolExecutor(max_workers=min(jobs, len(work))) as pool:
+            futures = [pool.submit(_run_one, job, relative) for job, relative in work]
             for future in as_completed(futures):
                 results.append(future.result())
                 progress.update(results[-1])
@@ -140,26 +165,32 @@ def run_batch(args: argparse.Namespace, source: Path, target: Path) -> int:
     results.sort(key=lambda r: r.path)
     failed = [r for r in results if not r.ok]
     done = [r for r in results if r.ok]
+    unverified = [r for r in done if r.check == "not verified"]
     before = sum(r.sequence_ops_before for r in done)
     after = sum(r.sequence_ops_after for r in done)
     summary = (
-        f"{len(results)} models: {len(done)} written, {len(failed)} failed; sequence ops "
-        f"{before} -> {after} in the written ones; {elapsed:.1f} s with {args.jobs} job(s)"
+        f"{len(results)} models: {len(done)} written, {len(failed)} failed"
+        + (f", {len(unverified)} not verified" if unverified else "")
+        + f"; sequence ops {before} -> {after} in the written ones; {elapsed:.1f} s with "
+        f"{jobs} job(s)"
     )
-    if args.report is not None:
+    if report is not None:
         totals = {
             "models": len(results),
             "written": len(done),
             "failed": len(failed),
+            "not_verified": len(unverified),
             "sequence_ops_before": before,
             "sequence_ops_after": after,
             "seconds": elapsed,
-            "jobs": args.jobs,
+            "jobs": jobs,
         }
         data = {"summary": summary, "totals": totals, "models": [asdict(r) for r in results]}
-        args.report.write_text(json.dumps(data, indent=2) + "\n")
-    if not args.quiet or failed:
+        write_report(report, data)
+    if not quiet or failed:
         print(summary)
         for result in failed:
             print(f"  failed: {result.path}: {result.error}")
-    return 1 if failed else 0
+    if failed:
+        return 1
+    return 4 if unverified else 0

@@ -1,6 +1,8 @@
 """The ``seqpasses`` command line.
 
-Exit codes: 0 done, 1 ``--check`` found a difference (no output written), 2 bad input or usage.
+Exit codes: 0 done; 1 ``--check`` found a difference (no output written), or a model of a
+folder failed; 2 bad input or usage (nothing written); 3 a fault of seqpasses itself (nothing
+written); 4 ``--check`` could compare nothing (the output is written; the line says why).
 """
 
 from __future__ import annotations
@@ -10,24 +12,26 @@ import json
 import os
 import re
 import sys
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import onnx_ir as ir
 
 from seqpasses import __version__
-from seqpasses.api import checked, optimize_ir, run_passes
+from seqpasses.api import optimize_ir
 from seqpasses.batch import run_batch
-from seqpasses.inference import fill_shapes_in_place, shape_facts
-from seqpasses.io import BadInputError, load_model, read_model, save_model, uses_external_data
+from seqpasses.inference import shape_facts
+from seqpasses.io import BadInputError, load_model
 from seqpasses.passes.fold import LEFT_OPS, REWRITES, select_rewrites
+from seqpasses.pipeline import Job, run_job, write_report
 from seqpasses.report import OPTIONAL_OPS, Report, Rewrite, all_nodes
 from seqpasses.selfcheck import SelfCheckError
-from seqpasses.verify import VerifyReport, verify
 
-__all__ = ["main"]
+__all__ = ["EXIT_NOT_VERIFIED", "main"]
+
+EXIT_NOT_VERIFIED = 4
+"""``--check`` was asked for but no evaluator could compare the two models."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -69,14 +73,23 @@ def _parser() -> argparse.ArgumentParser:
     opt.add_argument(
         "--check",
         action="store_true",
-        help="run both models on random inputs and fail on any difference",
+        help="run both models on the same inputs (onnx.reference, ONNX Runtime) and fail on "
+        "any difference",
     )
     opt.add_argument(
         "--check-runs",
         type=int,
-        default=3,
+        default=None,
         metavar="N",
-        help="how many random input sets --check uses (default 3)",
+        help="how many random input sets --check compares per evaluator (default 3)",
+    )
+    opt.add_argument(
+        "--check-inputs",
+        type=Path,
+        default=None,
+        metavar="FILE.npz",
+        help="compare on these input sets instead of random ones (arrays named after the graph "
+        "inputs, or run<k>.input:<name> for several sets)",
     )
     opt.add_argument(
         "--freeze-inputs",
@@ -257,82 +270,13 @@ def _graph_paths(model: ir.Model) -> dict[str, str]:
     return paths
 
 
-@dataclass(frozen=True)
-class Job:
-    """One model to optimize and the settings to do it with (picklable for worker processes)."""
-
-    input: Path
-    output: Path
-    check: bool = False
-    check_runs: int = 3
-    freeze_inputs: bool = False
-    strict_spec: bool = False
-    external_data: str | None = None
-    infer_shapes: bool = True
-    skip: tuple[str, ...] = ()
-    only: tuple[str, ...] | None = None
-    max_unroll: int = 64
-
-
-@dataclass
-class Outcome:
-    report: Report
-    verdict: VerifyReport | None  # None when --check was not asked for
-
-    @property
-    def written(self) -> bool:
-        return self.verdict is None or self.verdict.ok
-
-
-def run_job(job: Job) -> Outcome:
-    """Load, optimize, optionally check, and (unless the check failed) write one model.
-
-    Raises :class:`BadInputError` with a one-line message for anything wrong with the input.
-    """
-    start = time.perf_counter()
-    model, loaded = read_model(job.input)
-    report = Report()
-    report.timings["load"] = time.perf_counter() - start
-    original = ir.serde.serialize_model(model) if job.check else None
-    run_passes(
-        model,
-        freeze_inputs=job.freeze_inputs,
-        strict_spec=job.strict_spec,
-        report=report,
-        skip=job.skip,
-        only=job.only,
-        max_unroll=job.max_unroll,
-    )
-    if job.infer_shapes:
-        start = time.perf_counter()
-        fill_shapes_in_place(model)
-        report.timings["shapes"] = time.perf_counter() - start
-    result = ir.serde.serialize_model(model)
-    checked(result, report, lambda: loaded)
-    verdict = None
-    if original is not None:
-        start = time.perf_counter()
-        verdict = verify(original, result, runs=job.check_runs, strict_spec=job.strict_spec)
-        report.timings["check"] = time.perf_counter() - start
-        if not verdict.ok:
-            return Outcome(report, verdict)
-    start = time.perf_counter()
-    external = job.external_data
-    if external is None and uses_external_data(model):
-        external = ""
-    if external == "":
-        external = f"{job.output.name}.data"
-    save_model(model, job.output, external, proto=result)
-    report.timings["save"] = time.perf_counter() - start
-    return Outcome(report, verdict)
-
-
-def _job(args: argparse.Namespace, source: Path, target: Path) -> Job:
+def _job(args: argparse.Namespace, source: Path, target: Path, report: Path | None) -> Job:
     return Job(
         input=source,
         output=target,
         check=args.check,
-        check_runs=args.check_runs,
+        check_runs=args.check_runs or 3,
+        check_inputs=args.check_inputs,
         freeze_inputs=args.freeze_inputs,
         strict_spec=args.strict_spec,
         external_data=args.external_data,
@@ -340,38 +284,51 @@ def _job(args: argparse.Namespace, source: Path, target: Path) -> Job:
         skip=tuple(args.skip),
         only=None if args.only is None else tuple(args.only),
         max_unroll=args.max_unroll,
+        report=report,
     )
 
 
-def _optimize(args: argparse.Namespace) -> int:
+def _usage(args: argparse.Namespace) -> None:
+    """Refuse options that make no sense alone or together (one line, exit 2)."""
     try:
         select_rewrites(args.skip, args.only)
     except ValueError as error:
         raise BadInputError(str(error)) from None
-    if args.check_runs < 1:
+    if args.check_runs is not None and args.check_runs < 1:
         raise BadInputError("--check-runs must be at least 1")
+    if (args.check_runs is not None or args.check_inputs is not None) and not args.check:
+        option = "--check-runs" if args.check_runs is not None else "--check-inputs"
+        raise BadInputError(f"{option} needs --check")
+    if args.check_inputs is not None and not args.check_inputs.is_file():
+        raise BadInputError(f"{args.check_inputs}: no such file (--check-inputs)")
     if args.max_unroll < 0:
         raise BadInputError("--max-unroll must be 0 or more")
     if args.jobs < 1:
         raise BadInputError("--jobs must be at least 1")
-    if args.output.resolve() == args.input.resolve():
-        raise BadInputError(f"{args.output}: refusing to overwrite the input")
+    if args.quiet and args.verbose:
+        raise BadInputError("-q and -v contradict each other")
+
+
+def _optimize(args: argparse.Namespace) -> int:
+    _usage(args)
     if args.input.is_dir():
-        return run_batch(args, args.input, args.output)
-    if not args.output.parent.exists():
-        raise BadInputError(f"{args.output.parent}: output folder does not exist")
-    outcome = run_job(_job(args, args.input, args.output))
+        return run_batch(
+            _job(args, args.input, args.output, None),
+            args.input,
+            args.output,
+            jobs=args.jobs,
+            quiet=args.quiet,
+            verbose=args.verbose,
+            report=args.report,
+        )
+    outcome = run_job(_job(args, args.input, args.output, args.report))
     report, verdict = outcome.report, outcome.verdict
-    if verdict is not None and not verdict.ok:
+    check = None if verdict is None else verdict.as_dict()
+    if verdict is not None and verdict.status == "mismatch":
         print(f"seqpasses: check failed, no output written: {verdict.mismatch}", file=sys.stderr)
-        _write_report(args, report, verdict.ok, str(verdict))
+        _write_report(args, report, written=False, check=check)
         return 1
-    _write_report(
-        args,
-        report,
-        None if verdict is None else verdict.ok,
-        None if verdict is None else str(verdict),
-    )
+    _write_report(args, report, written=True, check=check)
     if not args.quiet:
         print(report.table())
         if args.verbose:
@@ -383,8 +340,12 @@ def _optimize(args: argparse.Namespace) -> int:
             print(f"  note: {note}")
         if verdict is not None:
             print(verdict)
+            for note in verdict.notes:
+                print(f"  check: {note}")
         print(f"wrote {args.output}")
-    return 0
+    elif verdict is not None and not verdict.verified:
+        print(verdict, file=sys.stderr)
+    return EXIT_NOT_VERIFIED if verdict is not None and not verdict.verified else 0
 
 
 def _named(entry: Rewrite) -> str:
@@ -392,15 +353,15 @@ def _named(entry: Rewrite) -> str:
 
 
 def _write_report(
-    args: argparse.Namespace, report: Report, ok: bool | None, text: str | None
+    args: argparse.Namespace, report: Report, *, written: bool, check: dict[str, Any] | None
 ) -> None:
     if args.report is None:
         return
     data = report.as_dict()
     data["input"] = str(args.input)
-    data["output"] = str(args.output) if ok is not False else None
-    data["check"] = None if ok is None else {"ok": ok, "result": text}
-    args.report.write_text(json.dumps(data, indent=2) + "\n")
+    data["output"] = str(args.output) if written else None
+    data["check"] = check
+    write_report(args.report, data)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

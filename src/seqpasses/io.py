@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -11,7 +12,15 @@ import onnx
 import onnx_ir as ir
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
-__all__ = ["BadInputError", "load_model", "read_model", "save_model", "uses_external_data"]
+__all__ = [
+    "BadInputError",
+    "external_data_files",
+    "load_model",
+    "read_model",
+    "save_model",
+    "uses_external_data",
+    "write_text",
+]
 
 
 class BadInputError(Exception):
@@ -73,48 +82,92 @@ def uses_external_data(model: ir.Model) -> bool:
     )
 
 
+def external_data_files(proto: onnx.ModelProto, folder: Path) -> set[Path]:
+    """The files a model's external initializers live in, resolved against ``folder``."""
+    files: set[Path] = set()
+    for tensor in onnx.external_data_helper._get_all_tensors(proto):
+        if tensor.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        for entry in tensor.external_data:
+            if entry.key == "location":
+                files.add((folder / entry.value).resolve())
+    return files
+
+
+def _file_mode() -> int:
+    """What a new file's mode would be under the current umask (temporary files are 0600)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def _replace(source: Path, target: Path) -> None:
+    try:
+        os.chmod(source, _file_mode())
+        os.replace(source, target)
+    except OSError as error:
+        raise BadInputError(f"{target}: cannot write ({error.strerror or error})") from None
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (a temporary file beside it, then a rename)."""
+    try:
+        descriptor, temporary = tempfile.mkstemp(
+            prefix=f".{path.name}.", suffix=".tmp", dir=path.parent
+        )
+    except OSError as error:
+        raise BadInputError(f"{path}: cannot write ({error.strerror or error})") from None
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        _replace(Path(temporary), path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
 def save_model(
     model: ir.Model,
     path: str | os.PathLike[str],
     external_data: str | None = None,
     proto: onnx.ModelProto | None = None,
 ) -> None:
-    """Write ``model`` to ``path`` through a temporary file in the same folder, then rename.
+    """Write ``model`` to ``path`` atomically, with the file mode the umask gives.
 
-    With ``external_data`` (a file name relative to the output folder) every initializer's
-    data is written there instead of into the protobuf, which cannot exceed 2 GB. ``proto``:
-    ``model`` already serialized (written as it is when no external data is asked for).
+    Everything is written into a temporary folder beside ``path`` and renamed into place, so
+    a failure leaves no half-written file. With ``external_data`` (a file name beside the
+    output) every initializer's data goes there instead of into the protobuf, which cannot
+    exceed 2 GB. ``proto``: ``model`` already serialized (written as it is when no external
+    data is asked for).
     """
     target = Path(path)
-    if not target.parent.exists():
+    if not target.parent.is_dir():
         raise BadInputError(f"{target.parent}: output folder does not exist")
     if target.is_dir():
         raise BadInputError(f"{target}: is a directory")
-    if external_data is not None:
-        data_path = (target.parent / external_data).resolve()
-        for value in model.graph.initializers.values():
-            tensor = value.const_value
-            if isinstance(tensor, ir.ExternalTensor) and Path(tensor.path).resolve() == data_path:
-                raise BadInputError(f"{data_path}: would overwrite the input's own external data")
-    descriptor, temporary = tempfile.mkstemp(
-        prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
-    )
-    os.close(descriptor)
     try:
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    except OSError as error:
+        raise BadInputError(f"{target}: cannot write ({error.strerror or error})") from None
+    try:
+        staged = staging / target.name
         if external_data is not None:
-            ir.save(model, temporary, format="protobuf", external_data=external_data)
+            ir.save(model, staged, format="protobuf", external_data=external_data)
+            data = staging / external_data
+            if data.exists():
+                _replace(data, target.parent / external_data)
         else:
             proto = proto if proto is not None else ir.serde.serialize_model(model)
             if proto.ByteSize() >= _TWO_GB:
                 raise BadInputError(
                     f"{target}: the model is larger than 2 GB; write its weights with --external-data"
                 )
-            with open(temporary, "wb") as handle:
-                handle.write(proto.SerializeToString(deterministic=True))
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+            staged.write_bytes(proto.SerializeToString(deterministic=True))
+        _replace(staged, target)
+    except OSError as error:
+        raise BadInputError(f"{target}: cannot write ({error.strerror or error})") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _first_line(error: BaseException) -> str:

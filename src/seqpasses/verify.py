@@ -1,274 +1,42 @@
 """Differential verification: run the model before and after on the same inputs.
 
-Both ``onnx.reference.ReferenceEvaluator`` and ONNX Runtime (when installed and able to
-load the model) run both models on seeded random inputs made from the graph inputs' types.
-Outputs are compared with dtype-aware tolerances, sequences element by element, shapes and
-dtypes exactly.  A model that fails at run time must fail after optimizing too.
+Each evaluator (``onnx.reference.ReferenceEvaluator`` with the spec-exact kernels of
+:mod:`seqpasses.verify_kernels`, and ONNX Runtime when it is installed) runs both models on
+the same input sets and compares their outputs: dtypes and shapes exactly, floats with
+tolerances from the dtype and the outputs' magnitude, sequences element by element. ONNX
+Runtime runs with its graph optimizations off, so that the rewrite, not its fusions, is what
+is compared (a conv net's float32 logits move by ~1e-5 under different fusions).
 
-The reference evaluator of onnx 1.23 has known faults on sequences; the verifier replaces
-those kernels with spec-exact ones (:data:`REFERENCE_OVERRIDES`) so that a correct rewrite is
-not reported as a mismatch and a wrong one is not hidden.
+The report says exactly what was compared, per evaluator: how many input sets it ran on both
+models, or why it compared nothing (not installed, could not load or run the original). An
+input set the original fails on is not a comparison: another is drawn (``failures="skip"``,
+the CLI's ``--check``), or, for the fuzzers, the optimized model must fail on it too
+(``failures="must_match"``). Both failing is never counted as agreement by ``--check``.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Sequence
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import onnx
+import onnx_ir as ir
 from onnx.reference import ReferenceEvaluator
-from onnx.reference.op_run import OpRun
-from onnx.reference.ops.op_loop import Loop as _ReferenceLoop
-from onnx.reference.ops.op_split import CommonSplit
 
-__all__ = ["REFERENCE_OVERRIDES", "VerifyReport", "random_inputs", "verify"]
+from seqpasses.verify_kernels import REFERENCE_OVERRIDES, overrides
 
-
-def _as_list(sequence: Any) -> list[Any]:
-    if sequence is None:
-        return []
-    if isinstance(sequence, np.ndarray) and sequence.ndim == 0:
-        return []
-    return list(sequence)
-
-
-def _scalar(position: Any) -> int:
-    return int(np.asarray(position).reshape(-1)[0])
-
-
-class SequenceInsert(OpRun):
-    """Spec-exact SequenceInsert: ``position == len`` appends; an empty sequence accepts 0."""
-
-    op_domain = ""
-
-    def _run(self, S: Any, T: Any, ind: Any = None) -> tuple[list[Any]]:
-        items = _as_list(S)
-        if ind is None:
-            items.append(T)
-            return (items,)
-        position = _scalar(ind)
-        n = len(items)
-        if not -n <= position <= n:
-            raise ValueError(f"SequenceInsert position {position} outside [-{n}, {n}]")
-        items.insert(position + n if position < 0 else position, T)
-        return (items,)
-
-
-class SequenceErase(OpRun):
-    """Spec-exact SequenceErase: range ``[-n, n-1]``, default the last element."""
-
-    op_domain = ""
-
-    def _run(self, S: Any, ind: Any = None) -> tuple[list[Any]]:
-        items = _as_list(S)
-        n = len(items)
-        position = n - 1 if ind is None else _scalar(ind)
-        if n == 0 or not -n <= position <= n - 1:
-            raise ValueError(f"SequenceErase position {position} outside [-{n}, {n - 1}]")
-        del items[position]
-        return (items,)
-
-
-class Optional(OpRun):
-    """Spec-exact Optional: the value itself (the reference wraps it in a list), or None."""
-
-    op_domain = ""
-
-    def _run(self, x: Any = None, type: Any = None) -> tuple[Any]:
-        return (x,)
-
-    def _check_and_fix_outputs(self, res: tuple[Any, ...]) -> tuple[Any, ...]:
-        # An empty optional is None; the reference's output check knows no such value.
-        return res if len(res) == 1 and res[0] is None else super()._check_and_fix_outputs(res)
-
-
-class SequenceMap(OpRun):
-    """Spec-exact SequenceMap: any mix of sequence and tensor inputs; empty input, empty output."""
-
-    op_domain = ""
-
-    def _run(
-        self, input_sequence: Any, *additional: Any, body: Any = None, attributes: Any = None
-    ) -> tuple[Any, ...]:
-        inputs = [input_sequence, *additional]
-        length = len(input_sequence)
-        results: list[list[Any]] = [[] for _ in body.output_names]
-        for i in range(length):
-            feeds = {
-                name: (value[i] if isinstance(value, list) else value)
-                for name, value in zip(body.input_names, inputs, strict=True)
-            }
-            for k, out in enumerate(body.run(None, feeds, attributes=attributes)):
-                results[k].append(out)
-        return tuple(results)
-
-
-class Loop(_ReferenceLoop):
-    """Loop whose scan outputs are stacked along a new axis 0, as the spec says.
-
-    The reference joins them with ``np.vstack``, which concatenates rank >= 2 outputs
-    (``[M*4, 3]`` instead of ``[M, 4, 3]``), and runs no iteration at all when the condition
-    is absent (the spec: an absent condition is true).
-    """
-
-    op_domain = ""
-
-    def _run(
-        self,
-        M: Any,
-        cond: Any,
-        *args: Any,
-        context: Any = None,
-        body: Any = None,
-        attributes: Any = None,
-        bindings: Any = None,
-    ) -> tuple[Any, ...]:
-        body = self.body  # type: ignore[attr-defined]
-        names = body.input_names
-        inputs: dict[str, Any] = dict.fromkeys(names)
-        for name, value in zip(names[2:], args, strict=False):
-            inputs[name] = value
-        if context is not None:
-            inputs.update(context)
-        scans: list[list[Any]] = [[] for _ in range(self.K)]
-        outputs: list[Any] = []
-        it = 0
-        if cond is None:  # an absent condition is true, and the body is given true
-            cond = np.array(True)
-        # ONNX Runtime gives the iteration number the shape the body declares ([1] in some
-        # TorchScript exports), where a Slice may need it 1-D
-        counter_shape = _declared_ones(body.input_types[0] if body.input_types else None)
-        while (cond is None or bool(cond)) and (M is None or it < M):
-            if names and names[0]:
-                number = np.array(it, dtype=np.int64 if M is None else M.dtype)
-                inputs[names[0]] = number.reshape(counter_shape)
-            if len(names) > 1 and names[1]:
-                inputs[names[1]] = cond
-            run_body = self._run_body  # type: ignore[attr-defined]
-            outputs = list(run_body(inputs, attributes=attributes, bindings=bindings))
-            for k in range(self.K):
-                scans[k].append(outputs[len(outputs) - self.K + k])
-            cond = outputs[0]
-            for name, value in zip(names[2:], outputs[1 : 1 + self.N], strict=False):
-                inputs[name] = value
-            it += 1
-        final = [inputs[name] for name in names[2:]]
-        types = self.body.output_types  # type: ignore[attr-defined]
-        for k, values in enumerate(scans):
-            final.append(
-                np.stack(values) if values else _no_iteration(types[len(types) - self.K + k])
-            )
-        return self._check_and_fix_outputs(tuple(final))
-
-
-def _declared_ones(type_proto: onnx.TypeProto | None) -> tuple[int, ...]:
-    """``(1,)`` when a body input is declared ``[1]``, else ``()`` (a scalar)."""
-    if type_proto is None or not type_proto.tensor_type.HasField("shape"):
-        return ()
-    dims = type_proto.tensor_type.shape.dim
-    return (1,) if len(dims) == 1 and dims[0].dim_value == 1 else ()
-
-
-def _no_iteration(type_proto: onnx.TypeProto) -> np.ndarray:
-    """A scan output after zero iterations, as ONNX Runtime makes it: ``[0, *dims]`` when the
-    body declares its output with numbers only, else ``[0]``."""
-    tensor = type_proto.tensor_type
-    dtype = np.dtype(
-        onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type) if tensor.elem_type else np.float32
-    )
-    dims = [int(d.dim_value) for d in tensor.shape.dim if d.HasField("dim_value")]
-    known = tensor.HasField("shape") and len(dims) == len(tensor.shape.dim)
-    shape: tuple[int, ...] = (0, *dims) if known else (0,)
-    return np.empty(shape, dtype=dtype)
-
-
-def _checked_sizes(split: Any, dim: int, op: str) -> list[int]:
-    """Explicit split sizes as the spec requires them: none negative, summing to the dim
-    (onnx.reference slices whatever it is given; ONNX Runtime fails, as the spec says)."""
-    sizes = [int(s) for s in np.asarray(split).reshape(-1)]
-    if any(s < 0 for s in sizes) or sum(sizes) != dim:
-        raise ValueError(f"{op}: split sizes {sizes} do not divide a dim of {dim}")
-    return sizes
-
-
-class Split(CommonSplit):
-    """Spec-exact Split: explicit sizes must be non-negative and sum to the axis's dim."""
-
-    op_domain = ""
-
-    def _run(
-        self, mat: Any, split: Any = None, axis: int = 0, num_outputs: Any = None
-    ) -> tuple[Any, ...]:
-        axis = axis + mat.ndim if axis < 0 else axis
-        if split is not None:
-            split = _checked_sizes(split, mat.shape[axis], "Split")
-            if len(split) != self.n_outputs:
-                raise ValueError(f"Split: {len(split)} sizes for {self.n_outputs} outputs")
-        result = self.common_run(mat, split, axis=axis, num_outputs=num_outputs)  # type: ignore[no-untyped-call]
-        return tuple(result)
-
-
-class _SplitToSequenceBase(OpRun):
-    squeeze_scalar_one = True
-
-    def _run(
-        self, mat: Any, split: Any = None, axis: int = 0, keepdims: int = 1
-    ) -> tuple[list[Any]]:
-        axis = axis + mat.ndim if axis < 0 else axis
-        dim = mat.shape[axis]
-        squeeze = False
-        if split is None:
-            sizes = [1] * dim
-            squeeze = not keepdims
-        elif np.asarray(split).ndim == 0:
-            chunk = int(split)
-            if chunk <= 0:
-                raise ValueError(f"SplitToSequence: scalar split {chunk} is not positive")
-            sizes = [chunk] * (dim // chunk) + ([dim % chunk] if dim % chunk else [])
-            squeeze = self.squeeze_scalar_one and chunk == 1 and not keepdims
-        else:
-            sizes = _checked_sizes(split, dim, "SplitToSequence")
-        bounds = np.cumsum([0, *sizes])
-        parts = [np.take(mat, np.arange(a, b), axis=axis) for a, b in itertools.pairwise(bounds)]
-        if squeeze:
-            parts = [np.squeeze(p, axis=axis) for p in parts]
-        return (parts,)
-
-
-class SplitToSequence(_SplitToSequenceBase):
-    """SplitToSequence as ONNX Runtime runs it: a scalar split of 1 with keepdims=0 squeezes."""
-
-    op_domain = ""
-
-
-class SplitToSequenceStrict(_SplitToSequenceBase):
-    """SplitToSequence exactly as the spec says: keepdims is ignored when split is given."""
-
-    op_domain = ""
-    squeeze_scalar_one = False
-
-
-SplitToSequenceStrict.__name__ = "SplitToSequence"
-
-REFERENCE_OVERRIDES: tuple[type[OpRun], ...] = (
-    SequenceInsert,
-    SequenceErase,
-    SplitToSequence,
-    Split,
-    Optional,
-    SequenceMap,
-    Loop,
-)
-"""Kernels the verifier swaps into the reference evaluator (see the module docstring)."""
-
-
-def _overrides(strict_spec: bool) -> list[type[OpRun]]:
-    split = SplitToSequenceStrict if strict_spec else SplitToSequence
-    return [SequenceInsert, SequenceErase, split, Split, Optional, SequenceMap, Loop]
-
+__all__ = [
+    "REFERENCE_OVERRIDES",
+    "EngineResult",
+    "VerifyReport",
+    "load_inputs",
+    "random_inputs",
+    "verify",
+]
 
 # -- inputs ----------------------------------------------------------------------------------
 
@@ -329,31 +97,107 @@ def random_inputs(model: onnx.ModelProto, seed: int = 0) -> dict[str, Any]:
     }
 
 
-# -- running and comparing ---------------------------------------------------------------------
+# -- the report --------------------------------------------------------------------------
+
+
+@dataclass
+class EngineResult:
+    """What one evaluator compared: ``compared`` input sets run on both models, or ``why``
+    it compared none."""
+
+    name: str
+    compared: int = 0
+    original_failed: int = 0  # input sets the original failed on (not comparisons)
+    why: str = ""
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "engine": self.name,
+            "compared": self.compared,
+            "original_failed": self.original_failed,
+            "why": self.why,
+            "seconds": round(self.seconds, 3),
+        }
 
 
 @dataclass
 class VerifyReport:
-    """The result of :func:`verify`: ``ok`` unless some output differed."""
+    """The result of :func:`verify`.
 
-    ok: bool = True
-    runs: int = 0
-    engines: list[str] = field(default_factory=list)
+    ``ok``: some evaluator compared outputs and none differed. ``verified``: some evaluator
+    compared at least one input set. ``mismatch``: the first difference found.
+    """
+
     mismatch: str = ""
+    results: list[EngineResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def verified(self) -> bool:
+        return any(r.compared for r in self.results)
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatch and self.verified
+
+    @property
+    def engines(self) -> list[str]:
+        """The evaluators that compared at least one input set."""
+        return [r.name for r in self.results if r.compared]
+
+    @property
+    def runs(self) -> int:
+        return max((r.compared for r in self.results), default=0)
+
+    @property
+    def status(self) -> str:
+        """``mismatch``, ``verified`` (every evaluator compared), ``partial`` or
+        ``not verified``."""
+        if self.mismatch:
+            return "mismatch"
+        if not self.verified:
+            return "not verified"
+        return "verified" if all(r.compared for r in self.results) else "partial"
+
     def __str__(self) -> str:
-        if self.ok:
-            return f"verified: {self.runs} run(s) on {', '.join(self.engines) or 'no engine'}, outputs agree"
-        return f"MISMATCH: {self.mismatch}"
+        if self.mismatch:
+            return f"MISMATCH: {self.mismatch}"
+        left_out = "; ".join(f"{r.name} {r.why}" for r in self.results if not r.compared)
+        if not self.verified:
+            return f"not verified: {left_out or 'no evaluator'}"
+        done = ", ".join(f"{r.name} ({r.compared} run(s))" for r in self.results if r.compared)
+        return f"verified on {done}: outputs agree" + (
+            f"; not compared: {left_out}" if left_out else ""
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "status": self.status,
+            "result": str(self),
+            "mismatch": self.mismatch or None,
+            "engines": [r.as_dict() for r in self.results],
+            "notes": list(self.notes),
+        }
 
 
-def _tolerance(dtype: np.dtype[Any]) -> tuple[float, float]:
-    if dtype == np.float16:
-        return 1e-3, 1e-3
-    if dtype in (np.float32, np.complex64):
-        return 1e-5, 1e-6
-    return 1e-9, 1e-12
+# -- comparing -----------------------------------------------------------------------------
+
+
+def _tolerance(a: np.ndarray) -> tuple[float, float]:
+    """rtol and atol for outputs of ``a``'s dtype and magnitude: a few units in the last place
+    of the largest value (summation order differs between equivalent graphs)."""
+    dtype = a.dtype
+    if dtype in (np.float16, np.float32, np.complex64):
+        rtol = 1e-3 if dtype == np.float16 else 1e-5
+    else:
+        rtol = 1e-9
+    eps = float(np.finfo(dtype).eps)
+    finite = np.abs(a[np.isfinite(a)]) if a.size else np.zeros(0)
+    scale = float(finite.max()) if finite.size else 0.0
+    base = 1e-3 if dtype == np.float16 else 1e-6 if dtype in (np.float32, np.complex64) else 1e-12
+    return rtol, max(base, 16 * eps * scale)
 
 
 def _compare(name: str, a: Any, b: Any) -> str:
@@ -377,117 +221,200 @@ def _compare(name: str, a: Any, b: Any) -> str:
         return f"{name}: shape {a.shape} vs {b.shape}"
     if a.dtype == object or a.dtype.kind in "biuSU":
         return "" if np.array_equal(a, b) else f"{name}: values differ"
-    rtol, atol = _tolerance(a.dtype)
+    rtol, atol = _tolerance(a)
     if np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True):
         return ""
     worst = float(np.max(np.abs(a.astype(np.complex128) - b.astype(np.complex128))))
     return f"{name}: max abs difference {worst:g}"
 
 
+# -- running -------------------------------------------------------------------------------
+
 Runner = Callable[[dict[str, Any]], list[Any]]
 
 
-def _reference_runner(model: onnx.ModelProto, strict_spec: bool) -> Runner:
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
+
+
+def _reference(model: onnx.ModelProto, strict_spec: bool) -> Runner | str:
     try:
-        evaluator = ReferenceEvaluator(model, new_ops=_overrides(strict_spec))
+        evaluator = ReferenceEvaluator(model, new_ops=overrides(strict_spec))
     except Exception as error:
-        return _failing(f"{type(error).__name__}: {error}")
+        return _first_line(error)
     return lambda feeds: list(evaluator.run(None, feeds))
 
 
-def _ort_runner(model: onnx.ModelProto) -> Runner | str | None:
-    """A runner on ONNX Runtime; None when it is not installed, or why it cannot load the model."""
-    try:
-        import onnxruntime as ort
-    except ImportError:
-        return None
+def _onnxruntime(model: onnx.ModelProto) -> Runner | str:
+    """A runner on ONNX Runtime (graph optimizations off), or why there is none."""
+    import onnxruntime as ort
+
     try:
         options = ort.SessionOptions()
         options.log_severity_level = 4
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         session = ort.InferenceSession(
             model.SerializeToString(), options, providers=["CPUExecutionProvider"]
         )
     except Exception as error:
-        text = str(error).strip()
-        return text.splitlines()[0] if text else type(error).__name__
+        return _first_line(error)
     return lambda feeds: list(session.run(None, feeds))
 
 
-def _failing(message: str) -> Runner:
-    def fail(feeds: dict[str, Any]) -> list[Any]:
-        raise RuntimeError(message)
-
-    return fail
-
-
-def _outcome(runner: Runner, feeds: dict[str, Any]) -> tuple[list[Any] | None, str]:
+def _ort_missing() -> str:
     try:
-        return runner(feeds), ""
-    except Exception as error:
-        text = str(error).strip()
-        return None, f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"
-
-
-def _check_pair(
-    engine: str,
-    names: Sequence[str],
-    before: tuple[list[Any] | None, str],
-    after: tuple[list[Any] | None, str],
-) -> str:
-    (out_b, err_b), (out_a, err_a) = before, after
-    if out_b is None and out_a is None:
-        return ""
-    if out_b is None:
-        return f"{engine}: original failed ({err_b}) but optimized ran"
-    if out_a is None:
-        return f"{engine}: optimized failed ({err_a}) but original ran"
-    for name, x, y in zip(names, out_b, out_a, strict=False):
-        diff = _compare(name, x, y)
-        if diff:
-            return f"{engine}: {diff}"
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return "ONNX Runtime is not installed (pip install 'seqpasses[ort]')"
     return ""
 
 
+def _outcome(runner: Runner | str, feeds: dict[str, Any]) -> tuple[list[Any] | None, str]:
+    if isinstance(runner, str):
+        return None, f"cannot load: {runner}"
+    try:
+        return runner(feeds), ""
+    except Exception as error:
+        return None, _first_line(error)
+
+
+# -- models and inputs ---------------------------------------------------------------------
+
+ModelLike = onnx.ModelProto | ir.Model | str | os.PathLike[str]
+
+
+def _proto(model: ModelLike) -> onnx.ModelProto:
+    """A ModelProto with its weights in memory (a path's external data is loaded)."""
+    if isinstance(model, onnx.ModelProto):
+        return model
+    if isinstance(model, ir.Model):
+        return ir.serde.serialize_model(model)
+    return onnx.load(os.fspath(model))
+
+
+def load_inputs(path: str | os.PathLike[str]) -> list[dict[str, np.ndarray]]:
+    """Input sets from an ``.npz``: arrays named after graph inputs (one set), or
+    ``run<k>.input:<name>`` (one set per ``k``, as the committed PyTorch exports hold)."""
+    with np.load(os.fspath(path), allow_pickle=False) as data:
+        keyed: dict[str, dict[str, np.ndarray]] = {}
+        for key in data.files:
+            if ".input:" in key:
+                run, name = key.split(".input:", 1)
+                keyed.setdefault(run, {})[name] = data[key]
+            elif ".output:" not in key:
+                keyed.setdefault("", {})[key] = data[key]
+    return [keyed[k] for k in sorted(keyed, key=lambda k: (len(k), k))]
+
+
 def verify(
-    before: onnx.ModelProto,
-    after: onnx.ModelProto,
+    before: ModelLike,
+    after: ModelLike,
     *,
     runs: int = 3,
     seed: int = 0,
     strict_spec: bool = False,
     use_ort: bool = True,
+    inputs: Sequence[Mapping[str, Any]] | None = None,
+    failures: Literal["skip", "must_match"] = "skip",
+    budget_s: float | None = None,
 ) -> VerifyReport:
-    """Run ``before`` and ``after`` on ``runs`` seeded random inputs and compare their outputs."""
+    """Run ``before`` and ``after`` on the same input sets and compare their outputs.
+
+    Input sets are ``inputs`` when given (a set may name some inputs only: the rest are drawn
+    at random), else ``runs`` seeded random ones per evaluator; an input set the original fails
+    on is replaced by a fresh draw (up to ``4 * runs`` draws), or with ``failures="must_match"``
+    counts as a comparison that the optimized model must fail too. ``budget_s``: an evaluator
+    compares one input set, and more only while one more keeps its time within this many
+    seconds (a big conv net on the reference evaluator gets one), saying so in the notes.
+    """
+    first, second = _proto(before), _proto(after)
     report = VerifyReport()
-    names = [out.name for out in before.graph.output]
-    if names != [out.name for out in after.graph.output]:
-        report.ok = False
+    names = [out.name for out in first.graph.output]
+    if names != [out.name for out in second.graph.output]:
         report.mismatch = "graph output names differ"
         return report
-    engines: list[tuple[str, Runner, Runner]] = [
+    engines: list[tuple[EngineResult, Runner | str, Runner | str]] = [
         (
-            "onnx.reference",
-            _reference_runner(before, strict_spec),
-            _reference_runner(after, strict_spec),
+            EngineResult("onnx.reference"),
+            _reference(first, strict_spec),
+            _reference(second, strict_spec),
         )
     ]
     if use_ort:
-        ort_before, ort_after = _ort_runner(before), _ort_runner(after)
-        if callable(ort_before):
-            # An optimized model ONNX Runtime cannot load is a failure on every input: fine only
-            # where the original fails at run time too.
-            after_runner = (
-                ort_after if callable(ort_after) else _failing(f"cannot load: {ort_after}")
+        missing = _ort_missing()
+        if missing:
+            report.results.append(EngineResult("onnxruntime", why=missing))
+        else:
+            engines.append((EngineResult("onnxruntime"), _onnxruntime(first), _onnxruntime(second)))
+    report.results[:0] = [result for result, _, _ in engines]
+    given = list(inputs) if inputs is not None else None
+    draws = len(given) if given is not None else max(4 * runs, 1)
+    wanted = len(given) if given is not None else runs
+    failed_first: dict[str, str] = {}
+    stopped: set[str] = set()  # evaluators over their time budget
+    for draw in range(draws):
+        active = [
+            e
+            for e in engines
+            if e[0].compared < wanted and not isinstance(e[1], str) and e[0].name not in stopped
+        ]
+        if not active:
+            break
+        feeds = random_inputs(first, seed + draw)
+        if given is not None:
+            feeds.update(given[draw])
+        for result, run_before, run_after in active:
+            start = time.perf_counter()
+            out_b, err_b = _outcome(run_before, feeds)
+            out_a, err_a = (
+                (None, "") if out_b is None and failures == "skip" else _outcome(run_after, feeds)
             )
-            engines.append(("onnxruntime", ort_before, after_runner))
-    report.engines = [name for name, _, _ in engines]
-    for run in range(runs):
-        feeds = random_inputs(before, seed + run)
-        for name, run_before, run_after in engines:
-            diff = _check_pair(name, names, _outcome(run_before, feeds), _outcome(run_after, feeds))
-            if diff:
-                report.ok = False
-                report.mismatch = f"run {run} (seed {seed + run}): {diff}"
+            result.seconds += time.perf_counter() - start
+            where = f"input set {draw}" + ("" if given is not None else f" (seed {seed + draw})")
+            if out_b is None:
+                result.original_failed += 1
+                failed_first.setdefault(result.name, err_b)
+                if failures == "skip":
+                    continue
+                if out_a is not None:
+                    report.mismatch = (
+                        f"{where}: {result.name}: original failed ({err_b}) but optimized ran"
+                    )
+                    return report
+                result.compared += 1
+                continue
+            if out_a is None:
+                report.mismatch = (
+                    f"{where}: {result.name}: optimized failed ({err_a}) but original ran"
+                )
                 return report
-        report.runs += 1
+            for name, x, y in zip(names, out_b, out_a, strict=False):
+                diff = _compare(name, x, y)
+                if diff:
+                    report.mismatch = f"{where}: {result.name}: {diff}"
+                    return report
+            result.compared += 1
+            each = result.seconds / result.compared
+            if (
+                budget_s is not None
+                and result.compared < wanted
+                and result.seconds + each > budget_s
+            ):
+                report.notes.append(
+                    f"{result.name}: compared {result.compared} of {wanted} input set(s): "
+                    f"one takes {each:.1f} s (budget {budget_s:g} s per evaluator)"
+                )
+                stopped.add(result.name)
+    for result, run_before, _ in engines:
+        if isinstance(run_before, str):
+            result.why = f"could not load the original ({run_before})"
+        elif not result.compared:
+            why = failed_first.get(result.name, "no input set")
+            result.why = f"could not run the original on any input set ({why})"
+        if result.original_failed and failures == "skip":
+            report.notes.append(
+                f"{result.name}: the original failed on {result.original_failed} input set(s) "
+                f"({failed_first[result.name]}); those were not compared"
+            )
     return report
