@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from seqpasses.io import BadInputError
-from seqpasses.pipeline import Job, run_job, write_report
+from seqpasses.pipeline import Job, check_report_path, run_job, write_report
 
 __all__ = ["ModelResult", "run_batch"]
 
@@ -132,10 +132,7 @@ def run_batch(
     if target.resolve().is_relative_to(source.resolve()):
         raise BadInputError(f"{target}: the output folder must not be inside the input folder")
     if report is not None:
-        if report.resolve().is_relative_to(source.resolve()) and report.suffix == ".onnx":
-            raise BadInputError(f"{report}: the report would overwrite a model of the input")
-        if not report.parent.is_dir():
-            raise BadInputError(f"{report.parent}: report folder does not exist")
+        check_report_path(report)
     models = sorted(p for p in source.rglob("*.onnx") if p.is_file())
     if not models:
         raise BadInputError(f"{source}: no .onnx files under this folder")

@@ -33,7 +33,7 @@ from seqpasses.io import (
 from seqpasses.report import Report
 from seqpasses.verify import VerifyReport, load_inputs, verify
 
-__all__ = ["Job", "Outcome", "plan_writes", "run_job", "write_report"]
+__all__ = ["Job", "Outcome", "check_report_path", "plan_writes", "run_job", "write_report"]
 
 CHECK_BUDGET_S = 10.0
 """Seconds an evaluator may spend on --check's input sets: it compares one, and more only while
@@ -121,17 +121,20 @@ def plan_writes(
                 "remove it or give --external-data another name"
             )
     if report is not None:
-        _writable_folder(report, "report")
         for other, what in ((source, "the input"), (target, "the output")):
             if _same(report, other):
                 raise BadInputError(f"{report}: the report would overwrite {what}")
         if any(_same(report, data) for data in input_data):
             raise BadInputError(f"{report}: the report would overwrite the input's external data")
-        if report.exists() and not _is_json(report):
-            raise BadInputError(
-                f"{report}: exists and is not a JSON report; refusing to overwrite it"
-            )
+        check_report_path(report)
     return data_path
+
+
+def check_report_path(report: Path) -> None:
+    """The report's folder must be writable, and an existing file there a JSON one (ours)."""
+    _writable_folder(report, "report")
+    if report.exists() and not _is_json(report):
+        raise BadInputError(f"{report}: exists and is not a JSON report; refusing to overwrite it")
 
 
 def _data_of(model_path: Path) -> set[Path]:
