@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seqpasses.sequence import (
+from seqpasses.core.sequence import (
     PositionError,
     StaticSequence,
     normalize_at_position,

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from seqpasses.api import optimize, optimize_ir
 from seqpasses.inference import ShapeFacts, ValueFact, infer_shapes, shape_facts
-from seqpasses.passes.fold import REWRITES, FoldOptions, FoldSequencesPass
+from seqpasses.passes import FoldSequencesPass
 from seqpasses.report import Report, count_ops, count_sequence_ops
+from seqpasses.transfer.table import GROUPS as REWRITES
 from seqpasses.verify import VerifyReport, load_inputs, verify
+from seqpasses.walk.context import FoldOptions
 
 __version__ = "0.1.0"
 

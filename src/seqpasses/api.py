@@ -11,9 +11,11 @@ from typing import Any, overload
 import onnx
 import onnx_ir as ir
 
-from seqpasses.passes.fold import FoldOptions, FoldSequencesPass, select_rewrites
+from seqpasses.passes import FoldSequencesPass
 from seqpasses.report import Report, count_ops
 from seqpasses.selfcheck import passes_checker, self_check
+from seqpasses.transfer.table import select_rewrites
+from seqpasses.walk.context import DEFAULT_MAX_UNROLL, FoldOptions
 
 __all__ = ["checked", "optimize", "optimize_ir", "run_passes"]
 
@@ -26,7 +28,7 @@ def run_passes(
     report: Report | None = None,
     skip: Iterable[str] = (),
     only: Iterable[str] | None = None,
-    max_unroll: int = 64,
+    max_unroll: int = DEFAULT_MAX_UNROLL,
 ) -> Report:
     """Optimize ``model`` in place, with no self-check; return the report."""
     report = report if report is not None else Report()
@@ -70,7 +72,7 @@ def optimize_ir(
     report: Report | None = None,
     skip: Iterable[str] = (),
     only: Iterable[str] | None = None,
-    max_unroll: int = 64,
+    max_unroll: int = DEFAULT_MAX_UNROLL,
     self_check: bool = True,
 ) -> ir.Model:
     """Optimize ``model`` in place and return it; fill ``report`` when given.
@@ -144,7 +146,7 @@ def optimize(
     report: Report | None = None,
     skip: Iterable[str] = (),
     only: Iterable[str] | None = None,
-    max_unroll: int = 64,
+    max_unroll: int = DEFAULT_MAX_UNROLL,
 ) -> onnx.ModelProto | ir.Model:
     """Remove every sequence op whose sequence is known before run time.
 

@@ -8,25 +8,21 @@ written); 4 ``--check`` could compare nothing (the output is written; the line s
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import onnx_ir as ir
-
 from seqpasses import __version__
-from seqpasses.api import optimize_ir
 from seqpasses.batch import run_batch
-from seqpasses.inference import shape_facts
-from seqpasses.io import BadInputError, load_model
-from seqpasses.passes.fold import LEFT_OPS, REWRITES, select_rewrites
+from seqpasses.io import BadInputError
 from seqpasses.pipeline import Job, run_job, write_report
-from seqpasses.report import OPTIONAL_OPS, Report, Rewrite, all_nodes
+from seqpasses.report import Report, Rewrite
 from seqpasses.selfcheck import SelfCheckError
+from seqpasses.transfer.table import GROUPS, select_rewrites
+from seqpasses.views import inspect_command, shapes_command
+from seqpasses.walk.context import DEFAULT_MAX_UNROLL
 
 __all__ = ["EXIT_NOT_VERIFIED", "main"]
 
@@ -65,7 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     opt.add_argument(
         "--max-unroll",
         type=int,
-        default=64,
+        default=DEFAULT_MAX_UNROLL,
         metavar="N",
         help="unroll a Loop that reads a sequence when its constant trip count is <= N "
         "(default 64; 0 never unrolls)",
@@ -140,7 +136,7 @@ def _parser() -> argparse.ArgumentParser:
     ins.add_argument("input", type=Path, help="the .onnx model")
     ins.add_argument("--freeze-inputs", action="store_true")
     ins.add_argument("--strict-spec", action="store_true")
-    ins.add_argument("--max-unroll", type=int, default=64, metavar="N")
+    ins.add_argument("--max-unroll", type=int, default=DEFAULT_MAX_UNROLL, metavar="N")
     shp = commands.add_parser(
         "shapes", help="print the inferred type and shape of outputs and sequence values"
     )
@@ -150,124 +146,6 @@ def _parser() -> argparse.ArgumentParser:
         "--all", action="store_true", help="list every value, not only outputs and sequences"
     )
     return parser
-
-
-def _format_shape(shape: tuple[int | str | None, ...] | None) -> str:
-    if shape is None:
-        return "?"
-    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
-
-
-def _shapes(args: argparse.Namespace) -> int:
-    model = load_model(args.input)
-    facts = shape_facts(model)
-    outputs = set(facts.outputs)
-    chosen = [
-        f
-        for f in facts.values
-        if args.all or f.kind == "sequence" or (f.graph == "main" and f.name in outputs)
-    ]
-    if args.json:
-        print(
-            json.dumps(
-                {"outputs": facts.outputs, "values": [f.as_dict() for f in chosen]}, indent=2
-            )
-        )
-        return 0
-    rows = [("value", "graph", "kind", "dtype", "shape", "length")]
-    for f in chosen:
-        length = "" if f.length is None else str(f.length)
-        if f.value is not None:
-            length = f"= {f.value}"
-        rows.append((f.name, f.graph, f.kind, f.dtype or "?", _format_shape(f.shape), length))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
-    return 0
-
-
-def _inspect(args: argparse.Namespace) -> int:
-    """The same analysis and reasons as optimize's report, on a copy of the model."""
-    model = load_model(args.input)  # a fresh copy of the file: optimized in place
-    originals: list[tuple[ir.Node, str]] = []
-    seen: set[str] = set()
-    for index, node in enumerate(all_nodes(model)):
-        # the report names nodes by name: an unnamed or repeated one gets its walk index
-        if not node.name or node.name in seen:
-            node.name = f"#{index}"
-        seen.add(node.name)
-        originals.append((node, node.name))
-    where = _graph_paths(model)
-    report = Report()
-    optimize_ir(
-        model,
-        freeze_inputs=args.freeze_inputs,
-        strict_spec=args.strict_spec,
-        report=report,
-        max_unroll=args.max_unroll,
-    )
-    own: dict[str, Rewrite] = {}
-    copies: dict[str, list[Rewrite]] = {}
-    added = 0
-    for left in report.left:
-        if left.source == "added":
-            added += 1
-        elif left.source.startswith("copy of "):
-            copies.setdefault(left.source.removeprefix("copy of "), []).append(left)
-        else:  # a function inlined by onnx_ir's inliner keeps names, with a suffix per call
-            own.setdefault(re.sub(r"_\d+$", "", left.node), left)
-            own[left.node] = left
-    rows = [("op", "node", "graph", "fate")]
-    counts = {"sequence": [0, 0], "optional": [0, 0]}  # ops, left
-    for node, key in originals:
-        if node.op_type not in LEFT_OPS or node.domain not in ("", "ai.onnx"):
-            continue
-        tally = counts["optional" if node.op_type in OPTIONAL_OPS else "sequence"]
-        tally[0] += 1
-        entry, copied = own.get(key), copies.get(key, [])
-        if entry is not None:
-            fate = f"left: {entry.detail}"
-        elif copied:
-            fate = f"left in {len(copied)} copies (unrolled or inlined): {copied[0].detail}"
-        else:
-            fate = "removed"
-        tally[1] += fate != "removed"
-        graph = entry.graph if entry else where.get(key, "")
-        rows.append((node.op_type, key, graph, fate))
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    for row in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(row[:3], widths, strict=True)) + "  " + row[3])
-    total, kept = counts["sequence"]
-    print(
-        f"{total} sequence ops: {total - kept} would be removed, {kept} left"
-        + (f", {added} canonical SequenceConstruct/SequenceEmpty added" if added else "")
-    )
-    total, kept = counts["optional"]
-    if total:
-        print(f"{total} optional ops: {total - kept} would be removed, {kept} left")
-    return 0
-
-
-def _graph_paths(model: ir.Model) -> dict[str, str]:
-    """Node name -> the graph it is in, spelled as the reports spell it ("main/LOOP.body")."""
-    paths: dict[str, str] = {}
-
-    def walk(graph: ir.Graph | ir.Function, path: str) -> None:
-        for node in graph:
-            paths[node.name or ""] = path
-            for attr in node.attributes.values():
-                if attr.is_ref():
-                    continue
-                if attr.type == ir.AttributeType.GRAPH:
-                    walk(attr.as_graph(), f"{path}/{node.name}.{attr.name}")
-                elif attr.type == ir.AttributeType.GRAPHS:
-                    for k, sub in enumerate(attr.as_graphs()):
-                        walk(sub, f"{path}/{node.name}.{attr.name}[{k}]")
-
-    walk(model.graph, "main")
-    for function in model.functions.values():
-        walk(function, f"function {function.name}")
-    return paths
 
 
 def _job(args: argparse.Namespace, source: Path, target: Path, report: Path | None) -> Job:
@@ -370,14 +248,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "optimize":
             return _optimize(args)
         if args.command == "passes":
-            width = max(len(name) for name in REWRITES)
-            for name, text in REWRITES.items():
+            width = max(len(name) for name in GROUPS)
+            for name, text in GROUPS.items():
                 print(f"{name:<{width}}  {text}")
             return 0
         if args.command == "inspect":
-            return _inspect(args)
+            return inspect_command(args)
         if args.command == "shapes":
-            return _shapes(args)
+            return shapes_command(args)
     except BadInputError as error:
         print(f"seqpasses: error: {error}", file=sys.stderr)
         return 2

@@ -17,9 +17,11 @@ from typing import Any, overload
 import onnx
 import onnx_ir as ir
 
-from seqpasses.dims import fill_shape
-from seqpasses.passes.fold import FoldOptions, analyze
-from seqpasses.sequence import StaticSequence, Unknown
+from seqpasses.core.dims import fill_shape, merge_shapes
+from seqpasses.core.graph import graphs
+from seqpasses.core.sequence import StaticSequence, Unknown
+from seqpasses.passes.analysis import analyze
+from seqpasses.walk.context import FoldOptions
 
 __all__ = [
     "ShapeFacts",
@@ -87,23 +89,6 @@ def _dims(shape: ir.Shape | None) -> tuple[DimFact, ...] | None:
     )
 
 
-def _common_shape(shapes: list[ir.Shape | None]) -> ir.Shape | None:
-    """The shape every element has: equal dims kept, differing dims unknown, differing ranks none."""
-    if not shapes or any(s is None for s in shapes):
-        return None
-    known = [s for s in shapes if s is not None]
-    if len({len(s) for s in known}) != 1:
-        return None
-    dims: list[int | ir.SymbolicDim] = []
-    for column in zip(*known, strict=True):
-        first = column[0]
-        same = all(d == first for d in column)
-        dims.append(
-            first if same and isinstance(first, int | ir.SymbolicDim) else ir.SymbolicDim(None)
-        )
-    return ir.Shape(dims)
-
-
 def _kind(value: ir.Value) -> str:
     if isinstance(value.type, ir.TensorType):
         return "tensor"
@@ -112,17 +97,6 @@ def _kind(value: ir.Value) -> str:
     if isinstance(value.type, ir.OptionalType):
         return "optional"
     return "unknown"
-
-
-def _graphs(model: ir.Model) -> list[tuple[str, ir.Graph | ir.Function]]:
-    graphs: list[tuple[str, ir.Graph | ir.Function]] = [("main", model.graph)]
-    graphs.extend((f"main/{g.name or 'subgraph'}", g) for g in model.graph.subgraphs())
-    for function in model.functions.values():
-        graphs.append((f"function {function.name}", function))
-        graphs.extend(
-            (f"function {function.name}/{g.name or 'subgraph'}", g) for g in function.subgraphs()
-        )
-    return graphs
 
 
 def _apply_sequence_facts(state: dict[ir.Value, StaticSequence | Unknown]) -> None:
@@ -134,7 +108,7 @@ def _apply_sequence_facts(state: dict[ir.Value, StaticSequence | Unknown]) -> No
             dtype = known.dtype or (value.type.dtype if value.type is not None else None)
             if dtype is not None:
                 value.type = ir.SequenceType(ir.TensorType(dtype))
-        common = _common_shape([e.shape for e in known.elements])
+        common = merge_shapes([e.shape for e in known.elements])
         value.shape = fill_shape(value.shape, common)
 
 
@@ -174,7 +148,7 @@ def infer_shapes_ir(model: ir.Model) -> tuple[ir.Model, ShapeFacts]:
     state = analysis.sequences
     _apply_sequence_facts(state)
     facts = ShapeFacts(outputs=[o.name or "" for o in result.graph.outputs])
-    for path, graph in _graphs(result):
+    for path, graph in graphs(result):
         values = list(graph.inputs) + [out for node in graph for out in node.outputs]
         for value in values:
             if not value.name:

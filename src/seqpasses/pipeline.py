@@ -32,6 +32,7 @@ from seqpasses.io import (
 )
 from seqpasses.report import Report
 from seqpasses.verify import VerifyReport, load_inputs, verify
+from seqpasses.walk.context import DEFAULT_MAX_UNROLL
 
 __all__ = ["Job", "Outcome", "check_report_path", "plan_writes", "run_job", "write_report"]
 
@@ -55,7 +56,7 @@ class Job:
     infer_shapes: bool = True
     skip: tuple[str, ...] = ()
     only: tuple[str, ...] | None = None
-    max_unroll: int = 64
+    max_unroll: int = DEFAULT_MAX_UNROLL
     report: Path | None = None  # the JSON report this job's CLI run writes (checked here)
 
 

@@ -10,6 +10,8 @@ from typing import Any
 import onnx
 import onnx_ir as ir
 
+from seqpasses.core.graph import all_nodes
+
 __all__ = [
     "OPTIONAL_OPS",
     "SEQUENCE_OPS",
@@ -55,6 +57,7 @@ class Rewrite:
     graph: str
     detail: str = ""
     source: str = ""
+    kind: str = ""  # a left node's reason kind (seqpasses.core.sequence.REASON_KINDS)
 
     def as_dict(self) -> dict[str, str]:
         return {
@@ -64,6 +67,7 @@ class Rewrite:
             "graph": self.graph,
             "detail": self.detail,
             "source": self.source,
+            "kind": self.kind,
         }
 
 
@@ -127,30 +131,6 @@ class Report:
             "notes": list(self.notes),
             "timings_s": dict(self.timings),
         }
-
-
-_WITH_GRAPHS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
-
-
-def _graph_nodes(graph: ir.Graph | ir.Function) -> Iterable[ir.Node]:
-    for node in graph:
-        yield node
-        # Only these default-domain ops carry graphs; other domains may too.
-        if node.op_type not in _WITH_GRAPHS and node.domain in ("", "ai.onnx"):
-            continue
-        for attr in node.attributes.values():
-            if attr.type == ir.AttributeType.GRAPH:
-                yield from _graph_nodes(attr.as_graph())
-            elif attr.type == ir.AttributeType.GRAPHS:
-                for sub in attr.as_graphs():
-                    yield from _graph_nodes(sub)
-
-
-def all_nodes(model: ir.Model) -> Iterable[ir.Node]:
-    """Every node of the main graph, its subgraphs and the model-local functions."""
-    yield from _graph_nodes(model.graph)
-    for function in model.functions.values():
-        yield from _graph_nodes(function)
 
 
 def count_ops(model: ir.Model | onnx.ModelProto) -> Counter[str]:

@@ -1,5 +1,5 @@
-"""The passes. Importing this package registers every transfer function."""
+"""The passes, one onnx_ir pass per file, and :class:`FoldSequencesPass`, which runs them."""
 
-from seqpasses.passes import control, fold, loops
+from seqpasses.passes.fold_sequences import FoldSequencesPass
 
-__all__ = ["control", "fold", "loops"]
+__all__ = ["FoldSequencesPass"]

@@ -18,12 +18,43 @@ import onnx
 import onnx_ir as ir
 from onnx.reference import ReferenceEvaluator
 
-from seqpasses.sequence import constant_array
+from seqpasses.core.graph import is_default
 
-__all__ = ["ConstantEvaluator"]
+__all__ = ["MAX_ELEMENTS", "ConstantEvaluator", "constant_array"]
 
 MAX_ELEMENTS = 4096
 _MAX_DEPTH = 64
+
+
+def constant_array(value: ir.Value) -> np.ndarray | None:
+    """The array a value holds when it is an initializer or a ``Constant`` node's output.
+
+    A lean version of ``onnx_ir.convenience.get_const_tensor`` for the hot path: no
+    runtime-checkable Protocol ``isinstance`` checks, which cost ~100 us each.
+    """
+    tensor = value.const_value
+    if tensor is None:
+        node = value.producer()
+        if node is None or node.op_type != "Constant" or not is_default(node):
+            return None
+        if len(node.attributes) != 1:
+            return None
+        name, attr = next(iter(node.attributes.items()))
+        if attr.is_ref():
+            return None
+        if name == "value":
+            tensor = attr.value
+        elif name in ("value_int", "value_ints"):
+            return np.array(attr.value, dtype=np.int64)
+        elif name in ("value_float", "value_floats"):
+            return np.array(attr.value, dtype=np.float32)
+        else:
+            return None
+    try:
+        return tensor.numpy()
+    except Exception:
+        return None
+
 
 _FOLDABLE = frozenset(
     {
@@ -96,7 +127,7 @@ class ConstantEvaluator:
 
     def _evaluate(self, value: ir.Value, depth: int) -> np.ndarray | None:
         node = value.producer()
-        if node is None or node.domain not in ("", "ai.onnx"):
+        if node is None or not is_default(node):
             return None
         if node.op_type == "Shape":
             return _shape_of(node)

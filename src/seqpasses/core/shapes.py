@@ -15,13 +15,12 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
-from seqpasses.sequence import constant_array
+from seqpasses.core.constants import MAX_ELEMENTS, constant_array
+from seqpasses.core.graph import is_default
 
 __all__ = ["ShapeOracle", "TypeAndShape"]
 
 TypeAndShape = tuple[ir.TypeProtocol | None, ir.Shape | None]
-
-_MAX_CONST_ELEMENTS = 4096
 
 # Ops whose output has the type and shape of their (first) input: answered without ONNX.
 _SAME_AS_INPUT = frozenset(
@@ -117,7 +116,7 @@ class ShapeOracle:
         Unknown outputs are ``(None, None)``; nothing is stored on the values.
         """
         unknown: list[TypeAndShape] = [(None, None)] * len(node.outputs)
-        if node.domain not in ("", "ai.onnx") or node.op_type in ("Loop", "If", "Scan"):
+        if not is_default(node) or node.op_type in ("Loop", "If", "Scan"):
             return unknown
         first = inputs[0] if inputs else None
         if (
@@ -143,7 +142,7 @@ class ShapeOracle:
                 if v.is_graph_input():
                     continue
                 array = self.constant(v) if self.constant is not None else constant_array(v)
-                if array is not None and array.size <= _MAX_CONST_ELEMENTS:
+                if array is not None and array.size <= MAX_ELEMENTS:
                     data[v.name] = onnx.numpy_helper.from_array(array, v.name)
             opsets = [onnx.helper.make_opsetid("", self.opset)]
             inferred = onnx.shape_inference.infer_node_outputs(

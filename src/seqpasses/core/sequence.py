@@ -2,56 +2,26 @@
 
 Every sequence-typed value is, as far as seqpasses knows, either a
 :class:`StaticSequence` (an ordered list of tensor values that exist in the graph)
-or :class:`Unknown` with the reason why.  The list operations here are pure: they
+or :class:`Unknown` with the :class:`Reason` why.  The list operations here are pure: they
 return new sequences, or raise :class:`PositionError` with a reason when the ONNX
 spec would fail at run time, so that callers leave the node alone.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-import numpy as np
 import onnx_ir as ir
 
 __all__ = [
+    "REASON_KINDS",
     "PositionError",
+    "Reason",
     "StaticSequence",
     "Unknown",
-    "constant_array",
     "normalize_at_position",
     "normalize_insert_position",
 ]
-
-
-def constant_array(value: ir.Value) -> np.ndarray | None:
-    """The array a value holds when it is an initializer or a ``Constant`` node's output.
-
-    A lean version of ``onnx_ir.convenience.get_const_tensor`` for the hot path: no
-    runtime-checkable Protocol ``isinstance`` checks, which cost ~100 us each.
-    """
-    tensor = value.const_value
-    if tensor is None:
-        node = value.producer()
-        if node is None or node.op_type != "Constant" or node.domain not in ("", "ai.onnx"):
-            return None
-        if len(node.attributes) != 1:
-            return None
-        name, attr = next(iter(node.attributes.items()))
-        if attr.is_ref():
-            return None
-        if name == "value":
-            tensor = attr.value
-        elif name in ("value_int", "value_ints"):
-            return np.array(attr.value, dtype=np.int64)
-        elif name in ("value_float", "value_floats"):
-            return np.array(attr.value, dtype=np.float32)
-        else:
-            return None
-    try:
-        return tensor.numpy()
-    except Exception:
-        return None
 
 
 class PositionError(ValueError):
@@ -112,8 +82,51 @@ class StaticSequence:
         return self.elements[normalize_at_position(position, len(self))]
 
 
+REASON_KINDS: dict[str, str] = {
+    "run-time-value": "a position, trip count or size known only at run time",
+    "bad-value": "a position or size of the wrong type or element count",
+    "out-of-range": "a position or axis outside what the spec accepts: left to fail as before",
+    "run-time-failure": "an op that fails at run time as it is (empty concat, mismatched shapes)",
+    "unknown-sequence": "a sequence that is a graph input, a body input, or comes from an op "
+    "that is not statically known",
+    "unknown-shape": "a rank or dim the rewrite needs is not known",
+    "invalid": "an attribute or input the spec does not allow",
+    "attribute-reference": "an attribute that refers to a function's attribute",
+    "opset": "what the rewrite would emit does not exist at the model's opset",
+    "loop": "a Loop that is neither unrolled nor given a scan output",
+    "copies": "unrolling or inlining would only multiply a sequence op that stays",
+    "needs-sequence": "a canonical sequence that a consumer or a graph output needs",
+}
+"""Why a node can be left, by kind (rule files that show a node being left name its kind)."""
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why a node was left: its kind, the text a user reads, and notes of later decisions."""
+
+    kind: str
+    text: str
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        assert self.kind in REASON_KINDS, self.kind
+
+    def __str__(self) -> str:
+        return "; ".join((self.text, *self.notes))
+
+    def noted(self, note: str) -> Reason:
+        return replace(self, notes=(*self.notes, note))
+
+    def through(self, node: ir.Node) -> Reason:
+        """The reason as what reads ``node``'s sequence sees it: where the root cause is."""
+        if self.text.startswith("sequence "):
+            return self
+        name = f"{node.op_type} '{node.name}'" if node.name else node.op_type
+        return Reason(self.kind, f"sequence from {name}: {self}")
+
+
 @dataclass(frozen=True)
 class Unknown:
     """A sequence whose contents are only known at run time, and why."""
 
-    reason: str
+    reason: Reason

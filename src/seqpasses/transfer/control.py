@@ -1,13 +1,16 @@
-"""Transfer functions for control flow and optionals around static sequences.
+"""Control flow and optionals around static sequences.
 
 1. ``If`` with a constant condition: the taken branch is inlined (then walked, so what it
    computes folds like straight-line code).
-2. ``SequenceMap`` over static sequences: one copy of the body per element, no SequenceMap left.
-3. ``Optional`` / ``OptionalGetElement`` / ``OptionalHasElement``: a wrapped value passes through;
-   ``OptionalHasElement`` of a known optional becomes a bool ``Constant``.
+2. ``If`` with a run-time condition whose branches both yield static sequences of one length:
+   the If yields their elements as tensors instead, so what reads them can be lowered.
+3. ``SequenceMap`` over static sequences: one copy of the body per element, no SequenceMap
+   left (undone when a sequence op would stay in the copies).
+4. ``Optional`` / ``OptionalGetElement`` / ``OptionalHasElement``: a wrapped value passes
+   through; ``OptionalHasElement`` of a known optional becomes a bool ``Constant``.
 
-Loops are in :mod:`seqpasses.passes.loops`. Inlining copies nodes with onnx_ir's cloner, so
-nested subgraphs keep their references to the copied values.
+Loops are in :mod:`seqpasses.transfer.loops`. :func:`inline_graph` copies a graph with its
+nested subgraphs (onnx_ir's ``Graph.clone``) and walks the copies.
 """
 
 from __future__ import annotations
@@ -17,19 +20,22 @@ from collections.abc import Mapping
 import numpy as np
 import onnx_ir as ir
 
-from seqpasses.passes.fold import TRANSFER, Folder, Scope, drop_subgraphs
-from seqpasses.sequence import StaticSequence
+from seqpasses.core.graph import drop_subgraphs, rebuild
+from seqpasses.core.sequence import StaticSequence
+from seqpasses.walk.context import Context, Entry, Scope
+from seqpasses.walk.facts import Reason
 
-__all__ = ["drop_subgraphs", "inline_graph"]
+__all__ = ["RULES", "TABLE", "inline_graph"]
 
 
 def inline_graph(
-    f: Folder, scope: Scope, anchor: ir.Node, body: ir.Graph, inputs: Mapping[ir.Value, ir.Value]
+    ctx: Context, scope: Scope, anchor: ir.Node, body: ir.Graph, inputs: Mapping[ir.Value, ir.Value]
 ) -> tuple[list[ir.Node], list[ir.Value]]:
     """Copy ``body``'s nodes before ``anchor`` with its inputs bound; return nodes and outputs.
 
     The copies are walked at once, so static sequences inside them are known to what follows.
     """
+    edits = ctx.edits
     base = anchor.name or anchor.op_type
     copy = body.clone(allow_outer_scope_values=True)
     bound = {
@@ -44,15 +50,14 @@ def inline_graph(
     constants: list[ir.Node] = []
     for name in list(copy.initializers):
         init = copy.initializers.pop(name)
-        fresh = f.next_name(base, name).replace("/", "_")
+        fresh = edits.next_name(base, name).replace("/", "_")
         if init.const_value is not None:
             # the clone shares the tensor (and, for a loaded model, the caller's TensorProto):
             # renaming the value would rename it there too
             init.const_value = ir.tensor(init.const_value.numpy(), name=fresh)
         init.name = fresh
         if isinstance(scope.graph, ir.Graph):
-            scope.graph.register_initializer(init)
-            f.registered.append((scope.graph, init.name))
+            edits.register_initializer(scope.graph, init)
         elif init.const_value is not None:  # a function has no initializers: a Constant
             constant = ir.node("Constant", [], {"value": init.const_value}, name=init.name)
             constant.outputs[0].type, constant.outputs[0].shape = init.type, init.shape
@@ -61,47 +66,37 @@ def inline_graph(
     nodes = list(copy)
     copy.remove(nodes)
     for new, node in zip(nodes, body, strict=True):
-        f.origin[new] = node
-        for inner, original in zip(_nested(new), _nested(node), strict=True):
-            f.origin[inner] = original
-        new.name = f.next_name(base, node.name or node.op_type)
+        edits.record_copy(new, node)
+        new.name = edits.next_name(base, node.name or node.op_type)
         for out in new.outputs:
             out.name = None
             # a body's declared shapes are guesses, often true of one iteration only (an
             # exporter's dim names would claim copies of different shapes are alike)
             out.shape = None
     scope.graph.insert_before(anchor, [*constants, *nodes])
-    f.created.update(constants)
-    f.created.update(nodes)
+    edits.created.update(constants)
+    edits.created.update(nodes)
     for node in nodes:
-        f.visit(node, scope)
+        ctx.walk.visit(node, scope)
     # the walk may have replaced an output (an inner If inlined, a Loop rebuilt)
-    return nodes, [f.current(v) for v in outputs]
+    return nodes, [edits.current(v) for v in outputs]
 
 
-def _nested(node: ir.Node) -> list[ir.Node]:
-    """The nodes of ``node``'s subgraphs, in one fixed order (a copy lists its own alike)."""
-    found: list[ir.Node] = []
-    for attr in node.attributes.values():
-        if attr.is_ref() or attr.type not in (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS):
-            continue
-        graphs = [attr.as_graph()] if attr.type == ir.AttributeType.GRAPH else attr.as_graphs()
-        for graph in graphs:
-            found.extend(ir.traversal.RecursiveGraphIterator(graph))
-    return found
-
-
-def _outputs_can_move(f: Folder, node: ir.Node, scope: Scope, outputs: list[ir.Value]) -> str:
-    """Why an If's outputs cannot be replaced by ``outputs`` (empty when they can).
+def _outputs_can_move(
+    ctx: Context, node: ir.Node, scope: Scope, outputs: list[ir.Value]
+) -> Reason | None:
+    """Why an If's outputs cannot be replaced by ``outputs`` (None when they can).
 
     A graph output that must become an Identity of a non-tensor value needs opset 14+.
     """
     for old, new in zip(node.outputs, outputs, strict=True):
-        if not old.is_graph_output() or new.producer() in f.created:
+        if not old.is_graph_output() or new.producer() in ctx.edits.created:
             continue
-        if not isinstance(new.type, ir.TensorType) and f.static(new) is None and scope.opset < 14:
-            return "a non-tensor graph output would need Identity, which opset < 14 lacks"
-    return ""
+        static = ctx.facts.static(new)
+        if not isinstance(new.type, ir.TensorType) and static is None and scope.opset < 14:
+            text = "a non-tensor graph output would need Identity, which opset < 14 lacks"
+            return Reason("opset", text)
+    return None
 
 
 def _branch_outputs(body: ir.Graph, values: list[ir.Value]) -> list[ir.Value]:
@@ -120,7 +115,7 @@ def _branch_outputs(body: ir.Graph, values: list[ir.Value]) -> list[ir.Value]:
     return result
 
 
-def _if_static_sequences(f: Folder, node: ir.Node, scope: Scope) -> bool:
+def _if_static_sequences(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     """Run-time condition: sequence outputs static in both branches with one length become
     one tensor output per element, so what reads them can be lowered."""
     then_attr, else_attr = node.attributes.get("then_branch"), node.attributes.get("else_branch")
@@ -129,7 +124,7 @@ def _if_static_sequences(f: Folder, node: ir.Node, scope: Scope) -> bool:
     branches = (then_attr.as_graph(), else_attr.as_graph())
     converted: dict[int, tuple[StaticSequence, StaticSequence]] = {}
     for k in range(len(node.outputs)):
-        pair = (f.static(branches[0].outputs[k]), f.static(branches[1].outputs[k]))
+        pair = (ctx.facts.static(branches[0].outputs[k]), ctx.facts.static(branches[1].outputs[k]))
         if pair[0] is None or pair[1] is None or len(pair[0]) != len(pair[1]):
             continue
         for value in (*pair[0].elements, *pair[1].elements):
@@ -146,19 +141,9 @@ def _if_static_sequences(f: Folder, node: ir.Node, scope: Scope) -> bool:
             branch.outputs.pop()
         branch.outputs.extend(outputs)
     count = len(branches[0].outputs)
-    new = ir.Node(
-        "",
-        "If",
-        [node.inputs[0]],
-        [
-            ir.Attr("then_branch", ir.AttributeType.GRAPH, branches[0]),
-            ir.Attr("else_branch", ir.AttributeType.GRAPH, branches[1]),
-        ],
-        num_outputs=count,
-        name=node.name,
-    )
-    scope.graph.insert_before(node, new)
-    f.created.add(new)
+    graphs = {"then_branch": branches[0], "else_branch": branches[1]}
+    new = rebuild(node, [node.inputs[0]], graphs, count)
+    ctx.edits.created.add(new)
     index = 0
     for k, old in enumerate(node.outputs):
         if k in converted:
@@ -169,26 +154,23 @@ def _if_static_sequences(f: Folder, node: ir.Node, scope: Scope) -> bool:
             ):
                 element.type = in_then.type or in_else.type
                 element.shape = in_then.shape if in_then.shape == in_else.shape else None
-            f.state[old] = StaticSequence(tuple(elements), first.dtype or second.dtype)
+            ctx.facts.values[old] = StaticSequence(tuple(elements), first.dtype or second.dtype)
             index += len(first)
         else:
             new.outputs[index].type, new.outputs[index].shape = old.type, old.shape
-            f.replace(old, new.outputs[index], scope)
+            ctx.edits.replace(old, new.outputs[index], scope)
             index += 1
-    node.attributes.pop("then_branch")
-    node.attributes.pop("else_branch")
-    return f.applied("if-static-sequences", node, f"{len(converted)} sequence output(s) as tensors")
+    detail = f"{len(converted)} sequence output(s) as tensors"
+    return ctx.edits.applied("if-static-sequences", node, detail)
 
 
-def _if(f: Folder, node: ir.Node, scope: Scope) -> bool:
+def _if(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     cond = node.inputs[0] if node.inputs else None
-    if cond is None or f.analyze_only:
+    if cond is None:
         return False
-    if cond.is_graph_input() and not f.options.freeze_inputs:
-        return _if_static_sequences(f, node, scope)
-    array = f.constant(cond)
+    array = ctx.constant(cond)  # (an initializer that is also a graph input is not constant)
     if array is None or array.size != 1:
-        return _if_static_sequences(f, node, scope)
+        return _if_static_sequences(ctx, node, scope)
     taken = "then_branch" if bool(array.reshape(-1)[0]) else "else_branch"
     attr = node.attributes.get(taken)
     if attr is None or attr.type != ir.AttributeType.GRAPH:
@@ -196,49 +178,48 @@ def _if(f: Folder, node: ir.Node, scope: Scope) -> bool:
     branch = attr.as_graph()
     if len(branch.outputs) != len(node.outputs):
         return False
-    _, outputs = inline_graph(f, scope, node, branch, {})
-    why = _outputs_can_move(f, node, scope, outputs)
-    if why:
-        return f.leave(node, why)
+    _, outputs = inline_graph(ctx, scope, node, branch, {})
+    why = _outputs_can_move(ctx, node, scope, outputs)
+    if why is not None:
+        return ctx.facts.leave(node, why)
     for old, new in zip(node.outputs, outputs, strict=True):
-        if old in f.state:
-            f.state.pop(old)
-        f.replace(old, new, scope)
+        ctx.facts.values.pop(old, None)
+        ctx.edits.replace(old, new, scope)
     drop_subgraphs(node)
-    return f.applied("if-constant-condition", node, f"inlined {taken}")
+    return ctx.edits.applied("if-constant-condition", node, f"inlined {taken}")
 
 
-def _is_sequence(f: Folder, value: ir.Value) -> bool:
-    return f.static(value) is not None or isinstance(value.type, ir.SequenceType)
+def _is_sequence(ctx: Context, value: ir.Value) -> bool:
+    return ctx.facts.static(value) is not None or isinstance(value.type, ir.SequenceType)
 
 
-def _sequence_map(f: Folder, node: ir.Node, scope: Scope) -> bool:
+def _sequence_map(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     body_attr = node.attributes.get("body")
     if body_attr is None or body_attr.type != ir.AttributeType.GRAPH:
         return False
     body = body_attr.as_graph()
     inputs = list(node.inputs)
+    leave = ctx.facts.leave
     if any(v is None for v in inputs) or len(inputs) != len(body.inputs):
-        return f.leave(node, "SequenceMap inputs do not match its body")
+        return leave(node, Reason("invalid", "SequenceMap inputs do not match its body"))
     sequences: dict[int, StaticSequence] = {}
     for index, value in enumerate(inputs):
         assert value is not None
-        if index == 0 or _is_sequence(f, value):
-            seq = f.static(value)
+        if index == 0 or _is_sequence(ctx, value):
+            seq = ctx.facts.static(value)
             if seq is None:
-                return f.leave(node, f"input {index}: {f.why_unknown(value)}")
+                why = ctx.facts.why_unknown(value)
+                return leave(node, Reason(why.kind, f"input {index}: {why}"))
             sequences[index] = seq
         elif value.type is None:
-            return f.leave(node, f"input {index}: not known to be a tensor or a sequence")
+            reason = f"input {index}: not known to be a tensor or a sequence"
+            return leave(node, Reason("unknown-shape", reason))
     lengths = {len(s) for s in sequences.values()}
     if len(lengths) != 1:
-        return f.leave(
-            node, f"sequence inputs have different lengths {sorted(lengths)}: fails at run time"
-        )
-    if f.analyze_only:
-        return False
+        reason = f"sequence inputs have different lengths {sorted(lengths)}: fails at run time"
+        return leave(node, Reason("run-time-failure", reason))
     length = lengths.pop()
-    mark = f.checkpoint()
+    mark = ctx.edits.checkpoint()
     results: list[list[ir.Value]] = [[] for _ in node.outputs]
     for i in range(length):
         bound = {
@@ -246,78 +227,93 @@ def _sequence_map(f: Folder, node: ir.Node, scope: Scope) -> bool:
             for j, value in enumerate(inputs)
             if value is not None
         }
-        _, outputs = inline_graph(f, scope, node, body, bound)
+        _, outputs = inline_graph(ctx, scope, node, body, bound)
         for k, out in enumerate(outputs):
             results[k].append(out)
-    left = f.left_since(mark, [v for values in results for v in values])
+    left = ctx.edits.left_since(mark, [v for values in results for v in values])
     if left:  # one copy per element would only multiply what stays
-        cause = next((n for n in left if n in f.reasons), left[0])
-        f.rollback(mark)
-        return f.leave(
+        cause = next((n for n in left if n in ctx.facts.reasons), left[0])
+        because = ctx.facts.reasons.get(cause)
+        ctx.edits.rollback(mark)
+        return leave(
             node,
-            f"inlining would leave {len(left)} sequence op(s) in the copies "
-            f"({cause.op_type}: {f.reasons.get(cause) or 'needed as a sequence'})",
+            Reason(
+                "copies",
+                f"inlining would leave {len(left)} sequence op(s) in the copies "
+                f"({cause.op_type}: {because or 'needed as a sequence'})",
+            ),
         )
     for k, out in enumerate(node.outputs):
         dtype = out.type.dtype if out.type is not None else body.outputs[k].dtype
-        f.state[out] = StaticSequence(tuple(results[k]), dtype)
-    return f.applied("sequence-map-inline", node, f"{length} copies of the body")
+        ctx.facts.values[out] = StaticSequence(tuple(results[k]), dtype)
+    return ctx.edits.applied("sequence-map-inline", node, f"{length} copies of the body")
 
 
-def _optional(f: Folder, node: ir.Node, scope: Scope) -> bool:
-    wrapped = node.inputs[0] if node.inputs else None
-    f.optionals[node.outputs[0]] = wrapped
+def _optional(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+    ctx.facts.optionals[node.outputs[0]] = node.inputs[0] if node.inputs else None
     return True
 
 
-def _optional_value(f: Folder, value: ir.Value) -> tuple[bool, ir.Value | None]:
+def _optional_value(ctx: Context, value: ir.Value) -> tuple[bool, ir.Value | None]:
     """Whether the optional's content is known, and the content (None when empty)."""
-    if value in f.optionals:
-        return True, f.optionals[value]
-    if isinstance(value.type, ir.TensorType | ir.SequenceType) or f.static(value) is not None:
+    if value in ctx.facts.optionals:
+        return True, ctx.facts.optionals[value]
+    if (
+        isinstance(value.type, ir.TensorType | ir.SequenceType)
+        or ctx.facts.static(value) is not None
+    ):
         return True, value  # a plain tensor or sequence: always present
     return False, None
 
 
-def _optional_get_element(f: Folder, node: ir.Node, scope: Scope) -> bool:
+def _optional_get_element(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     source = node.inputs[0] if node.inputs else None
     if source is None:
         return False
-    known, content = _optional_value(f, source)
+    known, content = _optional_value(ctx, source)
     if not known or content is None:
         return False
-    seq = f.static(content)
+    seq = ctx.facts.static(content)
     if seq is not None:
-        f.state[node.outputs[0]] = seq
+        ctx.facts.values[node.outputs[0]] = seq
     if (
         node.outputs[0].is_graph_output()
         and not isinstance(content.type, ir.TensorType)
         and scope.opset < 14
     ):
         return False
-    f.replace(node.outputs[0], content, scope)
-    return f.applied("optional-get-element", node, f"-> '{content.name}'")
+    ctx.edits.replace(node.outputs[0], content, scope)
+    return ctx.edits.applied("optional-get-element", node, f"-> '{content.name}'")
 
 
-def _optional_has_element(f: Folder, node: ir.Node, scope: Scope) -> bool:
+def _optional_has_element(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     source = node.inputs[0] if node.inputs else None
-    if source is None:
-        known, content = True, None
-    else:
-        known, content = _optional_value(f, source)
+    known, content = (True, None) if source is None else _optional_value(ctx, source)
     if not known:
         return False
-    value = f.emitter(scope, node).constant(np.array(content is not None))
-    f.replace(node.outputs[0], value, scope)
-    return f.applied("optional-has-element", node, f"{content is not None}")
+    value = ctx.edits.emitter(scope, node).constant(np.array(content is not None))
+    ctx.edits.replace(node.outputs[0], value, scope)
+    return ctx.edits.applied("optional-has-element", node, f"{content is not None}")
 
 
-TRANSFER.update(
-    {
-        "If": _if,
-        "SequenceMap": _sequence_map,
-        "Optional": _optional,
-        "OptionalGetElement": _optional_get_element,
-        "OptionalHasElement": _optional_has_element,
-    }
-)
+TABLE: dict[tuple[str, str], Entry] = {
+    ("If", "*"): Entry(_if, group="if-inline", dry=False),
+    ("SequenceMap", "*"): Entry(_sequence_map, group="sequence-map", dry=False),
+    ("Optional", "*"): Entry(_optional, group="optional"),
+    ("OptionalGetElement", "*"): Entry(_optional_get_element, group="optional"),
+    ("OptionalHasElement", "*"): Entry(_optional_has_element, group="optional"),
+}
+
+RULES: dict[str, tuple[str, str]] = {
+    "if-constant-condition": ("if-inline", "If with a constant condition -> the taken branch"),
+    "if-static-sequences": (
+        "if-inline",
+        "If whose branches yield static sequences of one length -> their elements as tensors",
+    ),
+    "sequence-map-inline": (
+        "sequence-map",
+        "SequenceMap over static sequences -> one copy of the body per element",
+    ),
+    "optional-get-element": ("optional", "OptionalGetElement(Optional(x)) -> x"),
+    "optional-has-element": ("optional", "OptionalHasElement of a known optional -> a bool"),
+}

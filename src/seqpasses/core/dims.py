@@ -13,7 +13,16 @@ from collections import Counter
 
 import onnx_ir as ir
 
-__all__ = ["Dim", "add_dims", "contradicts", "dim_of", "fill_shape"]
+__all__ = [
+    "Dim",
+    "add_dims",
+    "contradicts",
+    "dim_of",
+    "fill_shape",
+    "merge_shapes",
+    "same_dim",
+    "same_shape",
+]
 
 Dim = int | ir.SymbolicDim
 
@@ -119,3 +128,32 @@ def contradicts(declared: ir.Shape | None, inferred: ir.Shape | None) -> bool:
         isinstance(d, int) and isinstance(i, int) and d != i
         for d, i in zip(declared, inferred, strict=True)
     )
+
+
+def same_dim(a: object, b: object) -> bool:
+    """Whether two dims are provably equal: the same number, or the same symbolic name."""
+    if isinstance(a, int) or isinstance(b, int):
+        return a == b
+    name = getattr(a, "value", None)
+    return bool(name) and name == getattr(b, "value", None)
+
+
+def same_shape(a: ir.Shape | None, b: ir.Shape | None) -> bool:
+    """Whether two shapes are provably equal, dim by dim (unknown dims never are)."""
+    if a is None or b is None or len(a) != len(b):
+        return False
+    return all(same_dim(x, y) for x, y in zip(a, b, strict=True))
+
+
+def merge_shapes(shapes: list[ir.Shape | None]) -> ir.Shape | None:
+    """The shape every one of ``shapes`` fits: their dims where all agree, unknown where they
+    differ; None when a rank is unknown or the ranks differ."""
+    known = [s for s in shapes if s is not None]
+    if not shapes or len(known) != len(shapes) or len({len(s) for s in known}) != 1:
+        return None
+    dims: list[int | ir.SymbolicDim] = []
+    for column in zip(*[list(s) for s in known], strict=True):
+        first = column[0]
+        same = all(same_dim(d, first) for d in column)
+        dims.append(first if same else ir.SymbolicDim(None))
+    return ir.Shape(dims)

@@ -15,7 +15,7 @@ from typing import Protocol
 import numpy as np
 import onnx_ir as ir
 
-from seqpasses.dims import Dim, add_dims, dim_of
+from seqpasses.core.dims import Dim, add_dims, dim_of
 
 __all__ = ["Emitter"]
 
@@ -39,7 +39,7 @@ class Owner(Protocol):
     constants: dict[tuple[int, tuple[int, ...]], ir.Value]
     squeezed: dict[ir.Value, tuple[ir.Value, int]]
     split_axis: dict[ir.Node, int]
-    analyze_only: bool
+    dry: bool
 
     def next_name(self, base: str, op_type: str) -> str: ...
 
@@ -70,8 +70,8 @@ class Emitter:
             num_outputs=num_outputs,
             name=self.owner.next_name(base, op_type),
         )
-        if self.owner.analyze_only:
-            pass  # analysis: the node only describes a value, it never enters the graph
+        if self.owner.dry:
+            pass  # a dry walk: the node only describes a value, it never enters the graph
         elif self.anchor is None:
             self.graph.append(node)
         else:

@@ -1,0 +1,150 @@
+"""Graph plumbing every room shares: the ONNX domain, subgraphs, paths, node surgery.
+
+- :func:`is_default`: whether a node is an ONNX op (domain ``""`` or ``"ai.onnx"``).
+- :func:`subgraphs`, :func:`nested_nodes`, :func:`all_nodes`: graphs inside a node, and every
+  node of a model (onnx_ir's ``RecursiveGraphIterator`` walks them).
+- :func:`subgraph_path`: the one spelling of where a graph sits (``main/Loop_3.body``), used by
+  reports, reasons, ``inspect`` and ``shapes`` alike.
+- :func:`label`: how a reason names a node.
+- :func:`detach`, :func:`drop_subgraphs`: take nodes out so that their uses of outer values go.
+- :func:`rebuild`: a node like another, with new inputs and body, put in its place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+
+import onnx_ir as ir
+
+__all__ = [
+    "DEFAULT_DOMAINS",
+    "all_nodes",
+    "detach",
+    "drop_subgraphs",
+    "graph_paths",
+    "graphs",
+    "is_default",
+    "label",
+    "nested_nodes",
+    "rebuild",
+    "subgraph_path",
+    "subgraphs",
+]
+
+DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+def is_default(node: ir.Node) -> bool:
+    """Whether ``node`` is an op of the ONNX domain."""
+    return node.domain in DEFAULT_DOMAINS
+
+
+def label(node: ir.Node) -> str:
+    """How reasons name a node: its op type, and its name when it has one."""
+    return f"{node.op_type} '{node.name}'" if node.name else node.op_type
+
+
+def subgraphs(node: ir.Node) -> list[tuple[str, ir.Graph]]:
+    """The graphs a node holds, each with its attribute spelled as paths spell it
+    (``body``, ``then_branch``, ``branches[1]``)."""
+    found: list[tuple[str, ir.Graph]] = []
+    for attr in node.attributes.values():
+        if attr.is_ref():
+            continue
+        if attr.type == ir.AttributeType.GRAPH:
+            found.append((attr.name, attr.as_graph()))
+        elif attr.type == ir.AttributeType.GRAPHS:
+            found.extend((f"{attr.name}[{k}]", g) for k, g in enumerate(attr.as_graphs()))
+    return found
+
+
+def subgraph_path(parent: str, node: ir.Node, attr: str) -> str:
+    """Where a subgraph of ``node`` sits, below the graph at ``parent``."""
+    return f"{parent}/{node.name or node.op_type}.{attr}"
+
+
+def graphs(model: ir.Model) -> list[tuple[str, ir.Graph | ir.Function]]:
+    """Every graph of a model with its path (:func:`subgraph_path`): the main graph and its
+    subgraphs, then each model-local function and its subgraphs."""
+    found: list[tuple[str, ir.Graph | ir.Function]] = []
+
+    def walk(graph: ir.Graph | ir.Function, path: str) -> None:
+        found.append((path, graph))
+        for node in graph:
+            for attr, inner in subgraphs(node):
+                walk(inner, subgraph_path(path, node, attr))
+
+    walk(model.graph, "main")
+    for function in model.functions.values():
+        walk(function, f"function {function.name}")
+    return found
+
+
+def graph_paths(model: ir.Model) -> dict[ir.Node, str]:
+    """Every node of a model -> the path of the graph it sits in."""
+    return {node: path for path, graph in graphs(model) for node in graph}
+
+
+def nested_nodes(node: ir.Node) -> list[ir.Node]:
+    """Every node inside ``node``'s subgraphs, at any depth, in one fixed order."""
+    return [
+        inner
+        for _, graph in subgraphs(node)
+        for inner in ir.traversal.RecursiveGraphIterator(graph)
+    ]
+
+
+def all_nodes(model: ir.Model) -> Iterator[ir.Node]:
+    """Every node of the main graph, its subgraphs and the model-local functions."""
+    yield from ir.traversal.RecursiveGraphIterator(model.graph)
+    for function in model.functions.values():
+        yield from ir.traversal.RecursiveGraphIterator(function)
+
+
+def detach(nodes: Iterable[ir.Node]) -> None:
+    """Take ``nodes`` out of their graphs, inputs first (a node still using a value would keep
+    it alive)."""
+    by_graph: dict[ir.Graph | ir.Function, list[ir.Node]] = {}
+    for node in nodes:
+        for index in range(len(node.inputs)):
+            node.replace_input_with(index, None)
+        if node.graph is not None:
+            by_graph.setdefault(node.graph, []).append(node)
+    for graph, members in by_graph.items():
+        graph.remove(members, safe=False)
+
+
+def drop_subgraphs(node: ir.Node) -> None:
+    """Detach the subgraphs of a node whose work was inlined: their nodes stop counting as
+    uses of outer values, so dead-code removal can drop what only they read."""
+    for inner in nested_nodes(node):
+        for index in range(len(inner.inputs)):
+            inner.replace_input_with(index, None)
+    for name in [n for n, a in node.attributes.items() if not a.is_ref()]:
+        if node.attributes[name].type in (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS):
+            node.attributes.pop(name)
+
+
+def rebuild(
+    node: ir.Node,
+    inputs: Sequence[ir.Value | None],
+    graphs: dict[str, ir.Graph],
+    num_outputs: int,
+) -> ir.Node:
+    """A node of ``node``'s op with new ``inputs``, graph attributes ``graphs`` and
+    ``num_outputs``, inserted before ``node`` (which loses those graphs: they now belong to
+    the new node). The caller moves the outputs over."""
+    attributes = [ir.Attr(name, ir.AttributeType.GRAPH, graph) for name, graph in graphs.items()]
+    new = ir.Node(
+        node.domain,
+        node.op_type,
+        list(inputs),
+        attributes,
+        num_outputs=num_outputs,
+        name=node.name,
+    )
+    assert node.graph is not None
+    node.graph.insert_before(node, new)
+    for name in graphs:
+        node.attributes.pop(name, None)
+    return new

@@ -1,0 +1,38 @@
+"""A dry walk: what the walk learns of each sequence, without changing the model's nodes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import onnx_ir as ir
+
+from seqpasses.core.sequence import StaticSequence, Unknown
+from seqpasses.passes.walk import main_opset
+from seqpasses.report import Report
+from seqpasses.transfer.table import DRY_TABLE
+from seqpasses.walk.context import FoldOptions
+from seqpasses.walk.walker import Walker
+
+__all__ = ["Analysis", "analyze"]
+
+
+@dataclass
+class Analysis:
+    """What the walk learned: each sequence value's abstract value, and integers it folded."""
+
+    sequences: dict[ir.Value, StaticSequence | Unknown]
+    integers: dict[ir.Value, int]
+
+
+def analyze(model: ir.Model, options: FoldOptions | None = None) -> Analysis:
+    """Run the walk without changing the model's nodes, and return what it learned.
+
+    SequenceAt/ConcatFromSequence/SequenceLength outputs get the type and shape their rewrite
+    would have.
+    """
+    walker = Walker(DRY_TABLE, options or FoldOptions(), Report(), dry=True)
+    walker.run_model(model, main_opset(model))
+    for node in walker.edits.created:  # the descriptive nodes must not stay users of real values
+        for index in range(len(node.inputs)):
+            node.replace_input_with(index, None)
+    return Analysis(walker.facts.values, walker.facts.ints)

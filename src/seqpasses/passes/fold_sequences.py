@@ -1,0 +1,67 @@
+"""The composite pass: walk, repair declared shapes, remove dead code, record what was left."""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+import onnx_ir.passes.common as common_passes
+
+from seqpasses.core.graph import all_nodes
+from seqpasses.passes.dead_code import RemoveDeadNodesPass
+from seqpasses.passes.inline_functions import fold_with_functions_inlined, sequence_functions
+from seqpasses.passes.record_left import RecordLeftPass
+from seqpasses.passes.repair_shapes import RepairShapesPass
+from seqpasses.passes.walk import WalkPass, main_opset
+from seqpasses.report import Report
+from seqpasses.walk.context import FoldOptions
+
+__all__ = ["FoldSequencesPass"]
+
+
+class FoldSequencesPass(ir.passes.InPlacePass):
+    """Fold static sequences and lower the ops that read them, then drop dead producers.
+
+    Runs, in order, on the main graph, every subgraph and every model-local function:
+
+    1. :class:`~seqpasses.passes.walk.WalkPass`: the transfers (``SequenceAt(s, const)`` ->
+       the element, ``SequenceLength`` -> a Constant, ``ConcatFromSequence`` -> ``Concat``,
+       ``SplitToSequence`` -> ``Split``, control flow, loops);
+    2. :class:`~seqpasses.passes.repair_shapes.RepairShapesPass`: declared shapes made untrue;
+    3. :class:`~seqpasses.passes.dead_code.RemoveDeadNodesPass`: dead producers;
+    4. :class:`~seqpasses.passes.record_left.RecordLeftPass`: what stays, and why.
+
+    Model-local functions whose sequences cross their boundary are inlined when that leaves
+    fewer sequence ops (:mod:`seqpasses.passes.inline_functions`). ``modified`` is true only
+    when the model really changed, so a second run reports false.
+    """
+
+    def __init__(self, options: FoldOptions | None = None, report: Report | None = None) -> None:
+        super().__init__()
+        self.options = options or FoldOptions()
+        self.report = report if report is not None else Report()
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        main_opset(model)  # (a model without an ONNX opset is refused before anything runs)
+        carriers = (
+            set() if "function-inline" in self.options.disabled else sequence_functions(model)
+        )
+        if not carriers:
+            modified = self._fold(model, self.report)
+        else:
+            modified = fold_with_functions_inlined(model, carriers, self._fold, self.report)
+        return ir.passes.PassResult(model, modified=modified)
+
+    def _fold(self, model: ir.Model, report: Report) -> bool:
+        """The four passes on ``model``, recording into ``report``; whether it changed."""
+        before = sum(1 for _ in all_nodes(model))
+        walk = WalkPass(self.options, report)
+        walk(model)
+        RepairShapesPass(walk.walker)(model)
+        RemoveDeadNodesPass()(model)
+        created = walk.walker.edits.created
+        if created:
+            # onnx_ir names new values per graph ("val_0"), which can repeat a name of an
+            # enclosing graph; ONNX wants names unique across nested scopes.
+            common_passes.NameFixPass()(model)
+        RecordLeftPass(walk.walker, report)(model)
+        survivors = sum(1 for node in all_nodes(model) if node not in created)
+        return walk.walker.edits.rewrote or survivors != before

@@ -1,0 +1,81 @@
+"""Model-local functions whose sequences cross their boundary, inlined when that pays.
+
+torchlib writes ``aten_split`` and ``aten_getitem`` as functions: the sequence one returns is
+read by the other, and neither folds on its own. :func:`fold_with_functions_inlined` folds the
+model as it is and, on a copy, with those functions inlined at their call sites (onnx_ir's
+``InlinePass``), and keeps whichever leaves fewer sequence ops (the model as it is on a tie).
+Functions with no sequence op stay functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import onnx_ir as ir
+import onnx_ir.passes.common as common_passes
+
+from seqpasses.core.graph import is_default
+from seqpasses.report import SEQUENCE_OPS, Report, Rewrite, count_sequence_ops
+
+__all__ = ["fold_with_functions_inlined", "sequence_functions"]
+
+
+def sequence_functions(model: ir.Model) -> set[ir.OperatorIdentifier]:
+    """The model-local functions whose bodies hold a sequence op, or call one that does."""
+    calls: dict[ir.OperatorIdentifier, set[ir.OperatorIdentifier]] = {}
+    found: set[ir.OperatorIdentifier] = set()
+    for fid, function in model.functions.items():
+        calls[fid] = set()
+        for node in ir.traversal.RecursiveGraphIterator(function):
+            if node.op_type in SEQUENCE_OPS and is_default(node):
+                found.add(fid)
+            elif node.op_identifier() in model.functions:
+                calls[fid].add(node.op_identifier())
+    grew = True
+    while grew:
+        grew = False
+        for fid, callees in calls.items():
+            if fid not in found and callees & found:
+                found.add(fid)
+                grew = True
+    return found
+
+
+def _adopt(model: ir.Model, other: ir.Model) -> None:
+    """Make ``model`` hold ``other``'s graph and functions (an in-place pass keeps the
+    caller's Model object; the opset imports are the graph's)."""
+    model.graph = other.graph
+    model.functions.clear()
+    model.functions.update(other.functions)
+
+
+def fold_with_functions_inlined(
+    model: ir.Model,
+    carriers: set[ir.OperatorIdentifier],
+    fold: Callable[[ir.Model, Report], bool],
+    report: Report,
+) -> bool:
+    """Fold ``model`` with ``fold``, and a copy with ``carriers`` inlined; keep the better one
+    (in ``model``) and its records (in ``report``); whether ``model`` changed."""
+    snapshot = ir.serde.serialize_model(model)
+    kept = Report()
+    modified = fold(model, kept)
+    left = count_sequence_ops(model)
+    if left:
+        trial, inlined = Report(), ir.serde.deserialize_model(snapshot)
+        try:
+            common_passes.InlinePass(criteria=lambda fn: fn.identifier() in carriers)(inlined)
+        except Exception as error:  # cycles, opset clashes: fold the functions as they are
+            kept.notes.append(f"functions with sequences not inlined: {error}")
+        else:
+            fold(inlined, trial)
+            if count_sequence_ops(inlined) < left:
+                names = ", ".join(sorted(name for _, name, _ in carriers))
+                detail = f"{names}: inlined at the call sites (sequences cross them)"
+                trial.rewrites.insert(0, Rewrite("function-inline", "", "function", "main", detail))
+                _adopt(model, inlined)
+                kept, modified = trial, True
+    report.rewrites.extend(kept.rewrites)
+    report.left.extend(kept.left)
+    report.notes.extend(kept.notes)
+    return modified

@@ -1,0 +1,68 @@
+"""What stays: every sequence or optional op left in the model, with its reason and source."""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+
+from seqpasses.core.graph import all_nodes, is_default, label
+from seqpasses.report import OPTIONAL_OPS, SEQUENCE_OPS, Report, Rewrite
+from seqpasses.walk.facts import Reason
+from seqpasses.walk.walker import Walker
+
+__all__ = ["LEFT_OPS", "RecordLeftPass"]
+
+LEFT_OPS = SEQUENCE_OPS | OPTIONAL_OPS
+"""What the report lists when it stays."""
+
+
+class RecordLeftPass(ir.passes.InPlacePass):
+    """Record each sequence and optional op left after the walk and the clean-up (changes
+    nothing)."""
+
+    def __init__(self, walker: Walker, report: Report) -> None:
+        super().__init__()
+        self.walker = walker
+        self.report = report
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        facts = self.walker.facts
+        for node in all_nodes(model):
+            if node.op_type not in LEFT_OPS or not is_default(node):
+                continue
+            reason = facts.reasons.get(node) or self._why_kept(node)
+            self.report.left.append(
+                Rewrite(
+                    "left",
+                    node.name or "",
+                    node.op_type,
+                    facts.paths.get(node, ""),
+                    str(reason),
+                    self.walker.edits.source(node),
+                    reason.kind,
+                )
+            )
+        return ir.passes.PassResult(model, modified=False)
+
+    def _why_kept(self, node: ir.Node) -> Reason:
+        facts = self.walker.facts
+        out = node.outputs[0]
+        if node.op_type in OPTIONAL_OPS:
+            if node.op_type == "Optional":
+                users = sorted({use.node.op_type for use in out.uses()})
+                where = "a graph output" if out.is_graph_output() else ", ".join(users)
+                return Reason("needs-sequence", f"the optional is needed as one ({where})")
+            source = node.inputs[0] if node.inputs else None
+            why = facts.why_unknown(source) if source is not None else Reason("invalid", "missing")
+            return Reason(why.kind, f"optional {why}")
+        if out.is_graph_output():
+            owner = facts.owner(out.graph)
+            if owner is not None:
+                text = (
+                    f"canonical form of a sequence returned by the {owner[1]} of {label(owner[0])}"
+                )
+                return Reason("needs-sequence", text)
+            return Reason("needs-sequence", "canonical form of a sequence that is a graph output")
+        users = sorted({use.node.op_type for use in out.uses()})
+        return Reason(
+            "needs-sequence", "canonical form of a sequence consumed by " + ", ".join(users)
+        )

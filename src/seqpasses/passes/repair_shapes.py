@@ -1,0 +1,127 @@
+"""Declared shapes a rewrite made untrue, repaired so that the checker passes.
+
+Where seqpasses follows ONNX Runtime and squeezes the chunks of a scalar split of 1 with
+``keepdims=0`` (what PyTorch computed), an exporter that followed the spec declared the
+elements (and what depends on them) with the axis kept. Each value that depends on a diverged
+one is inferred again; a declared shape the result contradicts gets the computed one, and the
+report's notes say so. Through a Loop body's or If branch's outputs the repair reaches the
+node's own outputs.
+"""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+
+from seqpasses.core.dims import contradicts, merge_shapes
+from seqpasses.core.graph import is_default
+from seqpasses.core.shapes import ShapeOracle
+from seqpasses.walk.edits import shape_text
+from seqpasses.walk.walker import Walker
+
+__all__ = ["RepairShapesPass"]
+
+
+class RepairShapesPass(ir.passes.InPlacePass):
+    """Re-infer what depends on the walk's diverged values (see the module docstring)."""
+
+    def __init__(self, walker: Walker) -> None:
+        super().__init__()
+        self.walker = walker
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        facts, ctx, edits = self.walker.facts, self.walker.ctx, self.walker.edits
+        work = list(edits.diverged)  # a node is inferred again each time an input changes
+        modified = False
+        while work:
+            value = work.pop()
+            for use in value.uses():
+                node = use.node
+                if not is_default(node):
+                    continue
+                oracle = ShapeOracle(facts.opset_of(node), ctx.constant)
+                for v in node.inputs:
+                    if v is not None and v.type is None:
+                        oracle.shape(v)  # untyped constants and the like
+                inputs = [(v.type, v.shape) if v is not None else None for v in node.inputs]
+                for out, (type_, shape) in zip(
+                    node.outputs, oracle.infer(node, inputs), strict=True
+                ):
+                    if shape is None or (
+                        out.shape is not None and not contradicts(out.shape, shape)
+                    ):
+                        continue
+                    if out.shape is not None:
+                        edits.note(
+                            f"'{out.name}': declared shape {shape_text(out.shape)} follows the "
+                            f"spec's SplitToSequence; computed {shape_text(shape)} is declared"
+                        )
+                    out.type = out.type or type_
+                    out.shape = shape
+                    work.append(out)
+                    modified = True
+            changed = self._owner_outputs(value)
+            work.extend(changed)
+            modified |= bool(changed)
+        return ir.passes.PassResult(model, modified=modified)
+
+    def _owner_outputs(self, value: ir.Value) -> list[ir.Value]:
+        """A repaired output of a Loop body or If branch: the Loop's scan output is
+        ``[K, *shape]``; any other output of the node that the new shape contradicts loses
+        its declared shape (it cannot be inferred without running the loop)."""
+        owner = self.walker.facts.owner(value.graph)
+        if owner is None or not value.is_graph_output() or value.shape is None:
+            return []
+        node, _ = owner
+        graph = value.graph
+        assert graph is not None
+        changed: list[ir.Value] = []
+        for k, output in enumerate(graph.outputs):
+            if output is not value:
+                continue
+            out, shape = self._owner_output(node, k, value)
+            if out is None or out.shape is None:
+                continue
+            if not contradicts(out.shape, value.shape if shape is None else shape):
+                continue
+            if shape is None and out.is_graph_output():
+                # a graph output must declare a shape, and none fits every case: left as is
+                self.walker.edits.note(
+                    f"'{out.name}': declared shape {shape_text(out.shape)} may not hold after "
+                    "the rewrite (its rank differs between iterations or branches)"
+                )
+                continue
+            computed = "computed " + shape_text(shape) if shape is not None else "no shape"
+            self.walker.edits.note(
+                f"'{out.name}': declared shape {shape_text(out.shape)} follows the spec's "
+                f"SplitToSequence; {computed} is declared"
+            )
+            out.shape = shape
+            changed.append(out)
+        return changed
+
+    @staticmethod
+    def _owner_output(
+        node: ir.Node, k: int, value: ir.Value
+    ) -> tuple[ir.Value | None, ir.Shape | None]:
+        """The output of ``node`` that body/branch output ``k`` (``value``) feeds, and the
+        shape it has (None: unknown)."""
+        assert value.shape is not None
+        carried = len(node.inputs) - 2
+        if node.op_type == "Loop" and k >= 1 + carried:
+            out = node.outputs[k - 1]
+            first = out.shape[0] if out.shape is not None and len(out.shape) else None
+            return out, ir.Shape(
+                [first if first is not None else ir.SymbolicDim(None), *value.shape]
+            )
+        if node.op_type == "If":
+            branches = [
+                a.as_graph() for a in node.attributes.values() if a.type == ir.AttributeType.GRAPH
+            ]
+            shapes = [b.outputs[k].shape for b in branches if len(b.outputs) > k]
+            return node.outputs[k], merge_shapes(shapes)
+        if node.op_type == "Loop" and k >= 1:
+            # a carried value: the initial one after zero iterations, the body's after more
+            initial = node.inputs[k + 1] if k + 1 < len(node.inputs) else None
+            shapes = [initial.shape if initial is not None else None, value.shape]
+            return node.outputs[k - 1], merge_shapes(shapes)
+        return None, None

@@ -1,0 +1,90 @@
+"""Loops that carry or read sequences.
+
+For each ``Loop``, in this order:
+
+1. a loop that only appends to lists that start static: each list becomes a scan output
+   (:mod:`.scan`; it keeps the graph small);
+2. a loop that reads a sequence, with a small constant trip count: unrolled and folded
+   (:mod:`.unroll`), unless a sequence op would stay in the copies;
+3. otherwise its reads of the list it appends to are lifted into values it has
+   (:mod:`.lift`), and its lists become scan outputs where they can;
+4. a loop left as it is gets the shapes induction proves (:mod:`.induction`).
+
+Every way a loop's list stays is recorded as a reason of the Loop, which what reads the list
+reports.
+"""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+
+from seqpasses.core.graph import is_default, label
+from seqpasses.report import SEQUENCE_OPS
+from seqpasses.transfer.loops import lift, scan, unroll
+from seqpasses.transfer.loops.appends import append_pattern
+from seqpasses.transfer.loops.induction import infer_scan_shapes
+from seqpasses.walk.context import Context, Entry, Scope
+
+__all__ = ["RULES", "TABLE"]
+
+
+def _loop(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+    body_attr = node.attributes.get("body")
+    if body_attr is None or body_attr.type != ir.AttributeType.GRAPH:
+        return False
+    body = body_attr.as_graph()
+    carried = len(node.inputs) - 2
+    appends = {
+        found[0] for j in range(carried) if (found := append_pattern(ctx, body, j)) is not None
+    }
+    reads = [
+        n
+        for n in ir.traversal.RecursiveGraphIterator(body)
+        if n.op_type in SEQUENCE_OPS and is_default(n) and n not in appends
+    ]
+    starts_static = any(ctx.facts.static(v) is not None for v in node.inputs[2:])
+    scans = "loop-scan" not in ctx.options.disabled
+    if not reads and starts_static and scans and scan.scan_outputs(ctx, node, scope, body):
+        return True
+    if reads or starts_static:
+        why = unroll.blocker(ctx, node, body, scope.opset)
+        if not why:
+            why = unroll.unroll(ctx, node, scope, body)
+            if not why:
+                return True
+            # the walk of the body left reads at the loop counter to the unrolling
+            ctx.facts.unrolling.discard(node)
+            ctx.walk.rewalk(body, scope, node, "body")
+        ctx.facts.loop_reasons.setdefault(node, []).append(f"not unrolled: {why}")
+        for read in reads:
+            ctx.facts.note(read, f"{label(node)} not unrolled: {why}")
+    if reads and scans:
+        lifted = lift.lift_reads(ctx, node, scope, body)
+        if lifted is not None:
+            ctx.edits.applied("loop-lift-reads", node, "reads of the list it appends to")
+            node = lifted
+        if scan.scan_outputs(ctx, node, scope, body) or lifted is not None:
+            return True
+    infer_scan_shapes(ctx, scope, node, body)
+    return False
+
+
+TABLE: dict[tuple[str, str], Entry] = {
+    ("Loop", "*"): Entry(_loop, before=unroll.plan_unrolling, dry=False),
+}
+
+RULES: dict[str, tuple[str, str]] = {
+    "loop-append-to-scan-output": (
+        "loop-scan",
+        "a Loop appending to a list that starts static -> a Loop with a scan output",
+    ),
+    "loop-lift-reads": (
+        "loop-scan",
+        "len(l), l[-1], l[initial] inside a Loop that appends to l -> values the loop carries",
+    ),
+    "loop-unroll": (
+        "loop-unroll",
+        "a Loop with a constant trip count <= --max-unroll that reads a sequence -> its body "
+        "once per iteration, folded",
+    ),
+}

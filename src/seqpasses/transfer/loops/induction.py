@@ -1,0 +1,219 @@
+"""What holds for every iteration of a Loop: shapes by induction, iteration counts.
+
+TorchScript declares guesses for the shapes inside loop bodies (often of the first iteration
+only), so they are not trusted: each carried tensor is assumed to keep its initial shape, the
+body is inferred afresh under that assumption, and every assumption its own outputs do not
+reproduce is dropped, until the assumptions hold (:func:`induction`).
+"""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+
+from seqpasses.core.dims import contradicts, fill_shape, same_shape
+from seqpasses.core.shapes import TypeAndShape
+from seqpasses.walk.context import Context, Scope
+
+__all__ = [
+    "appended_shape",
+    "declared_ones",
+    "give_carried_shapes",
+    "induction",
+    "infer_scan_shapes",
+    "iterations",
+    "same",
+    "stable",
+    "stays_true",
+]
+
+
+def stable(ctx: Context, shape: ir.Shape | None) -> bool:
+    """Whether ``shape`` is the same wherever it is met: numbers and the inputs' dim names."""
+    if shape is None:
+        return False
+    return all(
+        isinstance(d, int)
+        or (
+            isinstance(d, ir.SymbolicDim)
+            and d.value is not None
+            and d.value in ctx.facts.input_dims
+        )
+        for d in shape
+    )
+
+
+def same(a: TypeAndShape | None, b: TypeAndShape) -> bool:
+    """Provably the same type and shape."""
+    return a is not None and a[0] == b[0] and same_shape(a[1], b[1])
+
+
+def _body_shapes(
+    ctx: Context, scope: Scope, body: ir.Graph, carried: list[TypeAndShape | None]
+) -> dict[ir.Value, TypeAndShape]:
+    """Types and shapes of the body's values, inferred afresh from the given carried inputs
+    (declared shapes inside the body are not trusted: exporters write guesses there)."""
+    known: dict[ir.Value, TypeAndShape] = {
+        body.inputs[0]: (ir.TensorType(ir.DataType.INT64), ir.Shape([])),
+        body.inputs[1]: (ir.TensorType(ir.DataType.BOOL), ir.Shape([])),
+    }
+    for value, given in zip(body.inputs[2:], carried, strict=True):
+        known[value] = given if given is not None else (value.type, None)
+    for node in body:
+        inputs: list[TypeAndShape | None] = []
+        for v in node.inputs:
+            if v is None:
+                inputs.append(None)
+            elif v in known:
+                inputs.append(known[v])
+            elif v.graph is body:
+                inputs.append((None, None))
+            else:  # from an enclosing scope: its shape holds for every iteration
+                shape = scope.shapes.shape(v)  # (infers the type too, when it is missing)
+                inputs.append((v.type, shape))
+        inferred = scope.shapes.infer(node, inputs)
+        for out, (type_, shape) in zip(node.outputs, inferred, strict=True):
+            # what seqpasses proved itself (an inner loop's scan output) is kept
+            proven = out in ctx.facts.proven and shape is None
+            known[out] = (out.type, out.shape) if proven else (type_, shape)
+    return known
+
+
+def induction(
+    ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph
+) -> tuple[dict[ir.Value, TypeAndShape], list[TypeAndShape | None]]:
+    """The body's types and shapes, and the carried values proven to keep their initial shape."""
+    carried: list[TypeAndShape | None] = []
+    for initial in node.inputs[2:]:
+        if initial is None:
+            carried.append(None)
+            continue
+        shape = scope.shapes.shape(initial)
+        usable = isinstance(initial.type, ir.TensorType) and stable(ctx, shape)
+        carried.append((initial.type, shape) if usable else None)
+    while True:
+        known = _body_shapes(ctx, scope, body, carried)
+        broken = [
+            j
+            for j, given in enumerate(carried)
+            if given is not None and not same(known.get(body.outputs[1 + j]), given)
+        ]
+        if not broken:
+            return known, carried
+        for j in broken:
+            carried[j] = None
+
+
+def appended_shape(
+    ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph, tensor: ir.Value
+) -> TypeAndShape | None:
+    """The type and shape ``tensor`` has in every iteration, proven by induction, or None."""
+    if tensor.graph is not body:
+        shape = scope.shapes.shape(tensor)
+        return (tensor.type, shape) if stable(ctx, shape) else None
+    known, _ = induction(ctx, scope, node, body)
+    type_, shape = known.get(tensor, (None, None))
+    return (tensor.type or type_, shape) if stable(ctx, shape) else None
+
+
+def give_carried_shapes(node: ir.Node, carried: list[TypeAndShape | None]) -> None:
+    """Final values of carried tensors that keep their shape (``carried``, from
+    :func:`induction`) get it (``h`` of an RNN loop), in place of a missing or made-up
+    declared one."""
+    for out, proven in zip(node.outputs, carried, strict=False):
+        if proven is None or proven[1] is None or contradicts(out.shape, proven[1]):
+            continue
+        out.type = out.type or proven[0]
+        out.shape = fill_shape(out.shape, proven[1], numbers_win=True)
+
+
+def stays_true(ctx: Context, value: ir.Value, cond_in: ir.Value) -> bool:
+    """Whether the body's condition output is provably true (the loop has no break)."""
+    while True:
+        if value is cond_in or ctx.is_true(value):
+            return True
+        producer = value.producer()
+        if producer is None or producer.op_type != "Identity" or producer.inputs[0] is None:
+            return False
+        value = producer.inputs[0]
+
+
+def iterations(
+    ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph
+) -> int | ir.SymbolicDim | None:
+    """How many iterations the loop runs, as a dim, when that is provably its trip count (the
+    condition stays true): a number, or a dim of a graph input (``x.size(1)``)."""
+    cond = node.inputs[1] if len(node.inputs) > 1 else None
+    if cond is not None and not ctx.is_true(cond):
+        return None
+    if not stays_true(ctx, body.outputs[0], body.inputs[1]):
+        return None
+    trip = node.inputs[0] if node.inputs else None
+    if trip is None:
+        return None
+    count, _ = ctx.const_int(trip)
+    if count is not None:
+        return max(count, 0)
+    return _shape_dim(ctx, scope, trip)
+
+
+def _shape_dim(ctx: Context, scope: Scope, value: ir.Value) -> int | ir.SymbolicDim | None:
+    """The dim a scalar holds when it is ``Gather(Shape(v), k)`` (through int64 Casts and
+    Identities) and that dim is a number or a name the graph's inputs give."""
+    producer = value.producer()
+    while producer is not None and (
+        producer.op_type == "Identity"
+        or (producer.op_type == "Cast" and producer.attributes.get_int("to") == ir.DataType.INT64)
+    ):
+        if producer.inputs[0] is None:
+            return None
+        producer = producer.inputs[0].producer()
+    if producer is None or producer.op_type != "Gather" or producer.attributes.get_int("axis"):
+        return None
+    data, index = producer.inputs[0], producer.inputs[1]
+    shape_node = data.producer() if data is not None else None
+    if (
+        index is None
+        or shape_node is None
+        or shape_node.op_type != "Shape"
+        or shape_node.inputs[0] is None
+        or shape_node.attributes.get_int("start")
+        or "end" in shape_node.attributes
+    ):
+        return None
+    k, _ = ctx.const_int(index)
+    shape = scope.shapes.shape(shape_node.inputs[0])
+    if k is None or shape is None or not -len(shape) <= k < len(shape):
+        return None
+    dim = shape[k]
+    return dim if stable(ctx, ir.Shape([dim])) else None
+
+
+def declared_ones(value: ir.Value) -> tuple[int, ...] | None:
+    """The shape a body input declares, when it is all ones (``[]`` or ``[1]``): what the
+    value bound in its place must keep (a Slice reading a ``[1]`` counter needs a 1-D start)."""
+    shape = value.shape
+    if shape is None or not all(d == 1 for d in shape):
+        return None
+    return tuple(1 for _ in shape)
+
+
+def infer_scan_shapes(ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph) -> None:
+    """Give a Loop's scan outputs with no declared shape the one induction proves, so that
+    what reads them (a split of the stacked values, say) can be lowered."""
+    known, proven = induction(ctx, scope, node, body)
+    give_carried_shapes(node, proven)
+    carried = len(node.inputs) - 2
+    runs = iterations(ctx, scope, node, body)
+    for index, value in enumerate(body.outputs[1 + carried :]):
+        out = node.outputs[carried + index] if carried + index < len(node.outputs) else None
+        if out is None or out.shape is not None:
+            continue
+        if value.graph is body:
+            type_, shape = known.get(value, (None, None))
+        else:  # an outer value, the same every iteration
+            type_, shape = value.type, scope.shapes.shape(value)
+        if not stable(ctx, shape):
+            continue
+        assert shape is not None
+        out.type = out.type or value.type or type_
+        out.shape = ir.Shape([ir.SymbolicDim(None) if runs is None else runs, *shape])

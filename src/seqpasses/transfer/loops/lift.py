@@ -1,0 +1,138 @@
+"""Reads of a list inside the loop that appends to it become values the loop already has.
+
+In a loop that appends one element per iteration to a list that starts static: ``len(l)`` ->
+``n0 + i``, ``l[p]`` of an initial element -> that element, ``l[-1]`` -> the element appended
+last, carried as a new loop value (the initial list's last element to begin with). The list is
+then append-only and can become a scan output (a decoding loop). :func:`plan` matches without
+touching the graph; :func:`lift_reads` applies.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx_ir as ir
+
+from seqpasses.core.graph import detach, is_default, rebuild, subgraph_path
+from seqpasses.core.sequence import StaticSequence
+from seqpasses.transfer.loops.appends import append_pattern
+from seqpasses.transfer.loops.induction import declared_ones
+from seqpasses.walk.context import Context, Scope
+
+__all__ = ["lift_reads", "plan"]
+
+LiftPlan = tuple[ir.Node, list[tuple[ir.Node, str]]]
+
+
+def plan(ctx: Context, body: ir.Graph, j: int, initial: StaticSequence) -> LiftPlan | None:
+    """The append of carried list ``j`` and how each other read of it is lifted (``length``,
+    ``last`` or ``initial``), or None."""
+    carried_in = body.inputs[2 + j]
+    readers = [u.node for u in carried_in.uses()]
+    inserts = [
+        r for r in readers if r.op_type == "SequenceInsert" and r.outputs[0] is body.outputs[1 + j]
+    ]
+    if len(inserts) != 1:
+        return None
+    found = append_pattern(ctx, body, j, ignore=set(readers) - set(inserts))
+    if found is None or found[2]:
+        return None
+    reads: list[tuple[ir.Node, str]] = []
+    for reader in readers:
+        if reader is found[0]:
+            continue
+        if reader.graph is not body or not is_default(reader):
+            return None
+        if reader.op_type == "SequenceLength":
+            reads.append((reader, "length"))
+            continue
+        if reader.op_type != "SequenceAt" or len(reader.inputs) < 2 or reader.inputs[1] is None:
+            return None
+        if reader.inputs[0] is not carried_in:
+            return None
+        position, _ = ctx.const_int(reader.inputs[1])
+        if position == -1 and len(initial) >= 1:
+            reads.append((reader, "last"))
+        elif position is not None and 0 <= position < len(initial):
+            reads.append((reader, "initial"))
+        else:
+            return None
+    return found[0], reads
+
+
+def _lifted_value(
+    ctx: Context, body_scope: Scope, reader: ir.Node, kind: str, initial: StaticSequence
+) -> ir.Value:
+    """What a ``length`` or ``initial`` read is, in terms the body already has."""
+    body = body_scope.graph
+    if kind == "initial":
+        assert reader.inputs[1] is not None
+        position, _ = ctx.const_int(reader.inputs[1])
+        assert position is not None
+        return initial.elements[position]
+    emit = ctx.edits.emitter(body_scope, reader)
+    count = body.inputs[0]
+    if declared_ones(count) == (1,):  # len(l) is a scalar, the counter [1]
+        count = emit.squeeze(count, 0)
+    value = count
+    if len(initial):
+        value = emit.op("Add", [count, emit.constant(np.array(len(initial), dtype=np.int64))])
+    value.type, value.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([])
+    return value
+
+
+def lift_reads(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> ir.Node | None:
+    """Lift what can be lifted; the Loop that replaces ``node`` (``node`` itself when no value
+    was added), or None when there is nothing it can lift."""
+    body_scope = scope.inner(body, subgraph_path(scope.path, node, "body"))
+    carried = len(node.inputs) - 2
+    lasts: list[tuple[int, list[ir.Node]]] = []  # carried index, its l[-1] reads
+    lifted = False
+    for j in range(carried):
+        initial = ctx.facts.static(node.inputs[2 + j])
+        found = plan(ctx, body, j, initial) if initial is not None else None
+        if found is None or initial is None:
+            continue
+        last_reads = [reader for reader, kind in found[1] if kind == "last"]
+        for reader, kind in found[1]:
+            if kind != "last":
+                value = _lifted_value(ctx, body_scope, reader, kind, initial)
+                ctx.edits.replace(reader.outputs[0], value, body_scope)
+                detach([reader])
+                lifted = True
+        if last_reads:
+            lasts.append((j, last_reads))
+    if not lasts:
+        return node if lifted else None
+    # l[-1]: the element appended last, carried (the initial list's last one to begin with)
+    new_inputs = list(node.inputs)
+    for j, last_reads in lasts:
+        initial = ctx.facts.static(node.inputs[2 + j])
+        appended = append_pattern(ctx, body, j, ignore=set(last_reads))
+        assert initial is not None and appended is not None
+        tensor = appended[1]
+        element = initial.elements[-1]
+        last_in = ir.Value(
+            name=f"{body.inputs[2 + j].name or 'list'}_last",
+            type=element.type or tensor.type or ir.TensorType(initial.dtype or ir.DataType.FLOAT),
+        )
+        body.inputs.append(last_in)
+        for reader in last_reads:
+            ctx.edits.replace(reader.outputs[0], last_in, body_scope)
+            detach([reader])
+        if tensor.graph is not body or tensor.is_graph_input():
+            ident = ir.node("Identity", [tensor])
+            body.insert_before(appended[0], ident)
+            ident.outputs[0].type = tensor.type
+            tensor = ident.outputs[0]
+        body.outputs.insert(len(new_inputs) - 1, tensor)
+        new_inputs.append(initial.elements[-1])
+    added = len(lasts)
+    new = rebuild(node, new_inputs, {"body": body}, len(node.outputs) + added)
+    ctx.edits.created.add(new)
+    kept = list(new.outputs[:carried]) + list(new.outputs[carried + added :])
+    for old, fresh in zip(node.outputs, kept, strict=True):
+        fresh.type, fresh.shape = old.type, old.shape
+        if old in ctx.facts.values:
+            ctx.facts.values[fresh] = ctx.facts.values[old]
+        ctx.edits.replace(old, fresh, scope)
+    return new

@@ -1,0 +1,255 @@
+"""A list a Loop appends to becomes a scan output ``Y`` of shape ``[K, ...]``.
+
+When every appended element provably has the same shape each iteration and every read of the
+final list is one of these, the carried sequence is dropped (``K`` = iterations run, known
+only at run time if need be):
+
+1. ``ConcatFromSequence(new_axis=1, axis=0)`` -> ``Y`` (other axes: ``Transpose(Y)``);
+2. ``ConcatFromSequence(new_axis=0, axis=a)`` -> ``Reshape`` merging ``K`` into axis ``a``
+   (after a ``Transpose`` for ``a > 0``; the dims after ``a`` must be numbers);
+3. ``SequenceLength`` -> ``Gather(Shape(Y), 0)`` (+ the initial length);
+4. ``SequenceAt(const p)`` -> an initial element, or ``Gather(Y, p - initial length)``.
+
+Initial elements, if any, are concatenated in front. The match (:func:`plan`) works out a
+:class:`ScanPlan` or a reason without touching the graph; :func:`apply` rewrites.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import onnx_ir as ir
+
+from seqpasses.core.dims import contradicts, fill_shape
+from seqpasses.core.emit import Emitter
+from seqpasses.core.graph import detach, label, rebuild, subgraph_path
+from seqpasses.core.sequence import StaticSequence
+from seqpasses.transfer.loops.appends import READERS, append_pattern, reader_ok, why_not_append
+from seqpasses.transfer.loops.induction import (
+    appended_shape,
+    give_carried_shapes,
+    induction,
+    iterations,
+    same,
+)
+from seqpasses.walk.context import Context, Scope
+
+__all__ = ["ScanPlan", "plan", "scan_outputs"]
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    """What turning one carried list into a scan output needs, worked out once."""
+
+    initial: StaticSequence
+    insert: ir.Node
+    tensor: ir.Value  # the appended element
+    element_type: ir.TypeProtocol | None  # its type (inferred when the body declares none)
+    front: bool  # inserted at the front (the list is the scan output reversed)
+    shape: ir.Shape  # the element's shape, proven by induction
+    runs: int | ir.SymbolicDim | None  # iterations run, when provable
+    # The list starts with elements and the loop may run zero times: a scan output after zero
+    # iterations has no reliable shape (ONNX Runtime makes it [0] unless the body declares
+    # numbers only), so it is reshaped like the initial elements.
+    reshape: bool
+
+
+def plan(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph, j: int) -> ScanPlan | str:
+    """How carried value ``j`` becomes a scan output, or why it cannot."""
+    initial = ctx.facts.static(node.inputs[2 + j])
+    final = node.outputs[j]
+    if initial is None:
+        return "the list it starts from is not statically known"
+    if final.is_graph_output():
+        return "the final list is a graph output"
+    found = append_pattern(ctx, body, j)
+    if found is None:
+        return why_not_append(body, j)
+    if found[2] and len(initial):
+        return "the body inserts at the front of a list that does not start empty"
+    proven = appended_shape(ctx, scope, node, body, found[1])
+    shape = proven[1] if proven is not None else None
+    if proven is None or shape is None:
+        return "the appended element's shape is not provably the same every iteration"
+    element_type = proven[0]
+    runs = iterations(ctx, scope, node, body)
+    reshape = bool(len(initial)) and not (isinstance(runs, int) and runs >= 1)
+    if reshape and not all(
+        same((e.type, scope.shapes.shape(e)), (e.type, shape)) for e in initial.elements
+    ):
+        return (
+            "the loop may run zero times and the elements the list starts with are not "
+            "provably of the appended element's shape"
+        )
+    for use in final.uses():
+        reader = use.node
+        if reader.op_type not in READERS or reader.graph is None:
+            return f"the final list is read by {label(reader)}, which has no scan-output form"
+        why = reader_ok(ctx, reader, shape, len(initial))
+        if why:
+            return f"{label(reader)}: {why}"
+    return ScanPlan(initial, found[0], found[1], element_type, found[2], shape, runs, reshape)
+
+
+def _apply(
+    ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph, j: int, plan: ScanPlan
+) -> ir.Node:
+    """Turn carried sequence ``j`` into a scan output; return the Loop that replaces ``node``."""
+    initial, insert, tensor, shape = plan.initial, plan.insert, plan.tensor, plan.shape
+    rank = len(shape)
+    readers = [use.node for use in node.outputs[j].uses()]
+    edits = ctx.edits
+
+    # -- the body: drop the carried sequence, emit the appended tensor as a scan output
+    tensor.type = tensor.type or plan.element_type
+    if tensor.graph is not body or tensor.is_graph_input() or tensor.is_graph_output():
+        ident = ir.node("Identity", [tensor])
+        body.insert_before(insert, ident)
+        ident.outputs[0].type, ident.outputs[0].shape = tensor.type, tensor.shape
+        tensor = ident.outputs[0]
+    body.outputs.pop(1 + j)
+    body.outputs.append(tensor)
+    # declared, so that a runtime can shape the output of zero iterations ([0, 3], not [0])
+    tensor.shape = (
+        shape
+        if contradicts(tensor.shape, shape)
+        else fill_shape(tensor.shape, shape, numbers_win=True)
+    )
+    detach([insert])
+    body.inputs.pop(2 + j)
+
+    # -- the loop node: one carried value fewer, one scan output more
+    inputs = [v for k, v in enumerate(node.inputs) if k != 2 + j]
+    if len(inputs) == 2 and inputs[1] is None:
+        # an absent condition as the last input would vanish when saved, and Loop needs the
+        # slot: a constant true means the same
+        inputs[1] = edits.emitter(scope, node).constant(np.array(True))
+    new = rebuild(node, inputs, {"body": body}, len(node.outputs))
+    edits.created.add(new)
+    kept = [o for k, o in enumerate(node.outputs) if k != j]
+    for old, fresh in zip(kept, new.outputs[:-1], strict=True):
+        fresh.type, fresh.shape = old.type, old.shape
+        edits.replace(old, fresh, scope)
+    stacked = new.outputs[-1]
+    stacked.type = tensor.type
+    stacked.shape = ir.Shape([ir.SymbolicDim(None) if plan.runs is None else plan.runs, *shape])
+    ctx.facts.proven.add(stacked)
+    if plan.reshape:
+        # zero iterations must still give [0, *element shape]: the initial elements have it
+        emit = edits.emitter(scope, node)
+        element_shape = emit.op("Shape", [initial.elements[-1]])
+        element_shape.type = ir.TensorType(ir.DataType.INT64)
+        target = emit.concat([emit.int64s([-1]), element_shape], 0)
+        fixed = emit.op("Reshape", [stacked, target])
+        fixed.type, fixed.shape = stacked.type, stacked.shape
+        ctx.facts.proven.add(fixed)
+        stacked = fixed
+    if plan.front:  # inserted at the front each time: the list is the scan output reversed
+        emit = edits.emitter(scope, node)
+        start, stop, axes, step = (
+            emit.int64s([-1]),
+            emit.int64s([-(2**63)]),
+            emit.int64s([0]),
+            emit.int64s([-1]),
+        )
+        reversed_ = emit.op("Slice", [stacked, start, stop, axes, step])
+        reversed_.type, reversed_.shape = stacked.type, stacked.shape
+        ctx.facts.proven.add(reversed_)
+        stacked = reversed_
+    for reader in readers:
+        _rewrite_reader(ctx, _scope_of(ctx, scope, reader), reader, stacked, rank, initial)
+    give_carried_shapes(new, induction(ctx, scope, new, body)[1])
+    return new
+
+
+def _scope_of(ctx: Context, scope: Scope, reader: ir.Node) -> Scope:
+    """The scope a reader of the final list lives in: the loop's, or a subgraph of it (an If
+    branch after the loop reads the list too)."""
+    graph = reader.graph
+    if graph is scope.graph or graph is None:
+        return scope
+    owner = ctx.facts.owner(graph)
+    path = subgraph_path(scope.path, *owner) if owner is not None else scope.path
+    return scope.inner(graph, path) if isinstance(graph, ir.Graph) else scope
+
+
+def _rewrite_reader(
+    ctx: Context,
+    scope: Scope,
+    reader: ir.Node,
+    stacked: ir.Value,
+    rank: int,
+    initial: StaticSequence,
+) -> None:
+    emit = ctx.edits.emitter(scope, reader)
+    n0 = len(initial)
+    out = reader.outputs[0]
+    if reader.op_type == "SequenceLength":
+        shape = emit.op("Shape", [stacked])
+        result = emit.op("Gather", [shape, emit.constant(np.array(0, dtype=np.int64))], axis=0)
+        if n0:
+            result = emit.op("Add", [result, emit.constant(np.array(n0, dtype=np.int64))])
+        result.type, result.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([])
+    elif reader.op_type == "SequenceAt":
+        assert reader.inputs[1] is not None
+        position, _ = ctx.const_int(reader.inputs[1])
+        assert position is not None
+        if 0 <= position < n0:
+            ctx.edits.replace(out, initial.elements[position], scope)
+            return
+        index = emit.constant(
+            np.array(position - n0 if position >= 0 else position, dtype=np.int64)
+        )
+        result = emit.op("Gather", [stacked, index], axis=0)
+        result.type = stacked.type
+        result.shape = ir.Shape(list(stacked.shape)[1:]) if stacked.shape is not None else None
+    else:
+        result = _concat_reader(emit, reader, stacked, rank, initial)
+    ctx.edits.replace(out, result, scope)
+
+
+def _concat_reader(
+    emit: Emitter, reader: ir.Node, stacked: ir.Value, rank: int, initial: StaticSequence
+) -> ir.Value:
+    new_axis = reader.attributes.get_int("new_axis", 0)
+    axis = reader.attributes.get_int("axis", 0)
+    out_rank = rank + 1 if new_axis else rank
+    axis = axis + out_rank if axis < 0 else axis
+    dims = list(stacked.shape)[1:] if stacked.shape is not None else []
+    moved = stacked
+    if axis > 0:
+        perm = [*range(1, axis + 1), 0, *range(axis + 1, rank + 1)]
+        moved = emit.op("Transpose", [stacked], perm=perm)
+        moved.type = stacked.type
+        if stacked.shape is not None:
+            moved.shape = ir.Shape([stacked.shape[p] for p in perm])
+    if new_axis:
+        result = moved
+        front = [emit.unsqueeze(e, axis) for e in initial.elements]
+    else:
+        target = [0] * axis + [-1] + [d if isinstance(d, int) else -1 for d in dims[axis + 1 :]]
+        result = emit.op("Reshape", [moved, emit.int64s(target)])
+        result.type = stacked.type
+        front = list(initial.elements)
+    if front:
+        result = emit.concat([*front, result], axis)
+    return result
+
+
+def scan_outputs(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> bool:
+    """Turn every list the loop appends to into a scan output (several lists: one by one);
+    for a list that starts static and cannot, say why in the Loop's reasons."""
+    converted = False
+    j = 0
+    while j < len(node.inputs) - 2:
+        found = plan(ctx, node, scope, body, j)
+        if isinstance(found, str):
+            if ctx.facts.static(node.inputs[2 + j]) is not None:
+                ctx.facts.loop_reasons.setdefault(node, []).append(f"not a scan output: {found}")
+            j += 1
+            continue
+        new = _apply(ctx, node, scope, body, j, found)
+        converted = ctx.edits.applied("loop-append-to-scan-output", node, f"carried value {j}")
+        node = new  # carried value j is gone: j now names the next one
+    return converted

@@ -1,0 +1,137 @@
+"""Unrolling: a Loop with a small constant trip count whose body reads a sequence.
+
+The body is inlined once per iteration (the iteration number a constant of the shape the body
+declares, the carried values threaded through), its scan outputs stacked, and the copies
+folded as straight-line code. :func:`blocker` says why a loop cannot be unrolled without
+touching the graph; :func:`unroll` undoes everything when a sequence op would stay in the
+copies (unrolling would only multiply it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx_ir as ir
+
+from seqpasses.core.dims import same_shape
+from seqpasses.core.graph import drop_subgraphs
+from seqpasses.transfer.control import inline_graph
+from seqpasses.transfer.loops.induction import declared_ones, stays_true
+from seqpasses.walk.context import Context, Scope
+
+__all__ = ["blocker", "plan_unrolling", "unroll"]
+
+
+def _reads_unlike_elements(ctx: Context, body: ir.Graph) -> bool:
+    """Whether the body reads, at a run-time position, a static sequence whose elements are
+    not all of one shape."""
+    for node in ir.traversal.RecursiveGraphIterator(body):
+        if node.op_type != "SequenceAt" or not node.inputs or node.inputs[0] is None:
+            continue
+        seq = ctx.facts.static(node.inputs[0])
+        if seq is None or len(seq) < 2:
+            continue
+        first = seq.elements[0].shape
+        if any(not same_shape(first, e.shape) for e in seq.elements):
+            return True
+    return False
+
+
+def blocker(ctx: Context, node: ir.Node, body: ir.Graph, opset: int) -> str:
+    """Why ``node`` cannot be unrolled (empty when it can)."""
+    if "loop-unroll" in ctx.options.disabled:
+        return "loop-unroll is switched off"
+    trip = node.inputs[0] if node.inputs else None
+    if trip is None:
+        return "no trip count (a while loop)"
+    count, why = ctx.const_int(trip, role="trip count")
+    if count is None:
+        return str(why)
+    if count <= 0:
+        return f"trip count {count}: no iteration to unroll"
+    if count > ctx.options.max_unroll:
+        return f"trip count {count} is above --max-unroll {ctx.options.max_unroll}"
+    cond = node.inputs[1] if len(node.inputs) > 1 else None
+    if cond is not None and not ctx.is_true(cond):
+        return "the loop condition is known only at run time"
+    if len(body.outputs) > len(node.inputs) - 1 and _reads_unlike_elements(ctx, body):
+        return (
+            "the body reads elements of different shapes and stacks what it makes into a "
+            "scan output (the loop fails at run time)"
+        )
+    if len(body.inputs) != len(node.inputs) or len(body.outputs) < len(node.inputs) - 1:
+        return "the body's inputs and outputs do not match the Loop's"
+    if not stays_true(ctx, body.outputs[0], body.inputs[1]):
+        return "the body's condition output is not provably true (a loop with a break)"
+    if opset < 14:
+        carried = len(node.inputs) - 2
+        for k, out in enumerate(node.outputs[:carried]):
+            if not out.is_graph_output() or isinstance(out.type, ir.TensorType):
+                continue
+            result = body.outputs[1 + k]
+            passed = result is body.inputs[2 + k] or result.graph is not body
+            if passed and ctx.facts.static(node.inputs[2 + k]) is None:
+                # the output would be an outer sequence renamed: Identity, which opset < 14
+                # does not have for sequences
+                return "a sequence graph output would need Identity, which opset < 14 lacks"
+    return ""
+
+
+def plan_unrolling(ctx: Context, node: ir.Node, scope: Scope) -> None:
+    """Before the body is walked: whether this loop will be unrolled (a read at its counter
+    is then left for the copies to fold, instead of becoming a Gather)."""
+    body = node.attributes.get("body")
+    if (
+        body is not None
+        and body.type == ir.AttributeType.GRAPH
+        and not blocker(ctx, node, body.as_graph(), scope.opset)
+    ):
+        ctx.facts.unrolling.add(node)
+
+
+def unroll(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> str:
+    """Inline the body once per iteration and fold the copies; '' when done, else why not
+    (everything it made is undone)."""
+    assert node.inputs[0] is not None
+    count, _ = ctx.const_int(node.inputs[0])
+    assert count is not None
+    edits = ctx.edits
+    mark = edits.checkpoint()
+    emit = edits.emitter(scope, node)
+    cond = node.inputs[1] if len(node.inputs) > 1 else None
+    true = cond if cond is not None else emit.constant(np.array(True))
+    carried = list(node.inputs[2:])
+    n_carried = len(carried)
+    scans: list[list[ir.Value]] = [[] for _ in body.outputs[1 + n_carried :]]
+    counter_dims = declared_ones(body.inputs[0])  # TorchScript declares it [1] at times
+    if len(body.inputs) > 1 and declared_ones(body.inputs[1]) not in ((), None):
+        true = emit.constant(np.ones(declared_ones(body.inputs[1]) or (), dtype=np.bool_))
+    for i in range(count):
+        number = np.full(counter_dims or (), i, dtype=np.int64)
+        bound = {body.inputs[0]: emit.constant(number), body.inputs[1]: true}
+        bound.update({body.inputs[2 + j]: v for j, v in enumerate(carried) if v is not None})
+        _, outputs = inline_graph(ctx, scope, node, body, bound)
+        carried = list(outputs[1 : 1 + n_carried])
+        for k, value in enumerate(outputs[1 + n_carried :]):
+            scans[k].append(value)
+    roots = [v for v in carried if v is not None] + [v for values in scans for v in values]
+    left = edits.left_since(mark, roots)
+    if left:
+        cause = next((n for n in left if n in ctx.facts.reasons), left[0])
+        why = ctx.facts.reasons.get(cause) or "needed as a sequence"
+        edits.rollback(mark)
+        return (
+            f"unrolling would leave {len(left)} sequence op(s) in the copies "
+            f"({cause.op_type}: {why})"
+        )
+    finals: list[ir.Value] = [v for v in carried if v is not None]
+    for values in scans:
+        for value in values:
+            scope.shapes.shape(value)  # type and shape for the Unsqueeze
+        parts = [emit.unsqueeze(v, 0) for v in values]
+        finals.append(parts[0] if len(parts) == 1 else emit.concat(parts, 0))
+    for old, new in zip(node.outputs, finals, strict=True):
+        ctx.facts.values.pop(old, None)
+        edits.replace(old, new, scope)
+    drop_subgraphs(node)
+    edits.applied("loop-unroll", node, f"{count} iterations")
+    return ""

@@ -1,0 +1,305 @@
+"""Straight-line sequence ops on static sequences: one transfer per op.
+
+1. ``SequenceEmpty`` / ``SequenceConstruct`` / ``SequenceInsert`` / ``SequenceErase`` /
+   ``Identity``: the static list they make (positions follow :mod:`seqpasses.core.sequence`).
+2. ``SequenceAt(s, const)`` -> the element itself.
+3. ``SequenceLength(s)`` -> an int64 scalar ``Constant``.
+4. ``ConcatFromSequence(s)`` -> ``Concat`` (``new_axis=0``) or ``Unsqueeze`` + ``Concat``
+   (``new_axis=1``); one element -> the element or its ``Unsqueeze``.
+5. ``SplitToSequence(x, split?)`` -> ``Split`` (+ ``Squeeze`` where the op squeezes), whose
+   outputs are the static sequence; with sizes known only at run time but their number known,
+   a ``Split`` taking them as its input.
+
+Nothing is rewritten that cannot be proven: each transfer leaves with a reason instead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx_ir as ir
+
+from seqpasses.core.sequence import PositionError, StaticSequence
+from seqpasses.core.shapes import ShapeOracle
+from seqpasses.transfer import unit_split
+from seqpasses.transfer.common import concat_new_axis, follows_ort, position
+from seqpasses.walk.context import Context, Entry, Scope
+from seqpasses.walk.facts import Reason
+
+__all__ = ["RULES", "TABLE"]
+
+
+def _out_of_range(error: PositionError) -> Reason:
+    return Reason("out-of-range", f"{error}: left to fail at run time as before")
+
+
+def _sequence_empty(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+    dtype = node.attributes.get_int("dtype", int(ir.DataType.FLOAT))
+    ctx.facts.values[node.outputs[0]] = StaticSequence((), ir.DataType(dtype))
+    return True
+
+
+def _sequence_construct(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+    elements = tuple(v for v in node.inputs if v is not None)
+    if len(elements) != len(node.inputs) or not elements:
+        return ctx.facts.leave(node, Reason("invalid", "SequenceConstruct with a missing input"))
+    ctx.facts.values[node.outputs[0]] = StaticSequence(elements, elements[0].dtype)
+    return True
+
+
+def _sequence_insert(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+    seq = ctx.facts.static(node.inputs[0])
+    if seq is None:
+        return ctx.facts.leave(node, ctx.facts.why_unknown(node.inputs[0]))
+    where, why = position(ctx, node, 2)
+    if why is not None:
+        return ctx.facts.leave(node, why)
+    tensor = node.inputs[1]
+    if tensor is None:
+        return ctx.facts.leave(node, Reason("invalid", "SequenceInsert without a tensor"))
+    try:
+        ctx.facts.values[node.outputs[0]] = seq.insert(where, tensor)
+    except PositionError as error:
+        return ctx.facts.leave(node, _out_of_range(error))
+    return True
+
+
+def _sequence_erase(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+    seq = ctx.facts.static(node.inputs[0])
+    if seq is None:
+        return ctx.facts.leave(node, ctx.facts.why_unknown(node.inputs[0]))
+    where, why = position(ctx, node, 1)
+    if why is not None:
+        return ctx.facts.leave(node, why)
+    try:
+        ctx.facts.values[node.outputs[0]] = seq.erase(where)
+    except PositionError as error:
+        return ctx.facts.leave(node, _out_of_range(error))
+    return True
+
+
+def _identity(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+    seq = ctx.facts.static(node.inputs[0])
+    if seq is not None:
+        ctx.facts.values[node.outputs[0]] = seq
+    return True
+
+
+def _sequence_at(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+    seq = ctx.facts.static(node.inputs[0])
+    assert seq is not None
+    where, why = position(ctx, node, 1)
+    if why is not None or where is None:
+        if unit_split.read_at(ctx, node, scope):  # a run-time position of torch.unbind's list
+            return True
+        return ctx.facts.leave(node, why or Reason("invalid", "SequenceAt without a position"))
+    try:
+        element = ctx.edits.current(seq.at(where))
+    except PositionError as error:
+        return ctx.facts.leave(node, _out_of_range(error))
+    ctx.edits.replace(node.outputs[0], element, scope)
+    return ctx.edits.applied("sequence-at", node, f"position {where} -> '{element.name}'")
+
+
+def _sequence_length(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+    seq = ctx.facts.static(node.inputs[0])
+    assert seq is not None
+    value = ctx.edits.emitter(scope, node).constant(np.array(len(seq), dtype=np.int64))
+    ctx.edits.replace(node.outputs[0], value, scope)
+    return ctx.edits.applied("sequence-length", node, f"length {len(seq)}")
+
+
+def _rank(values: tuple[ir.Value, ...], shapes: ShapeOracle) -> int | None:
+    ranks = set()
+    for value in values:
+        shape = shapes.shape(value)
+        if shape is None:
+            return None
+        ranks.add(len(shape))
+    return ranks.pop() if len(ranks) == 1 else None
+
+
+def _conflicting_dim(
+    values: tuple[ir.Value, ...], shapes: ShapeOracle, skip: int | None
+) -> int | None:
+    """The first dim (other than ``skip``) where two elements have different known sizes."""
+    known = [shapes.shape(v) for v in values]
+    rank = len(known[0]) if known[0] is not None else 0
+    for i in range(rank):
+        if i == skip:
+            continue
+        sizes = {s[i] for s in known if s is not None and isinstance(s[i], int)}
+        if len(sizes) > 1:
+            return i
+    return None
+
+
+def _concat_from_sequence(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+    new_axis = concat_new_axis(ctx, node)
+    if new_axis is None:
+        return False
+    seq = ctx.facts.static(node.inputs[0])
+    assert seq is not None
+    leave = ctx.facts.leave
+    if len(seq) == 0:
+        reason = "ConcatFromSequence of an empty sequence fails at run time; left as is"
+        return leave(node, Reason("run-time-failure", reason))
+    axis_attr = node.attributes.get("axis")
+    if axis_attr is None:
+        return leave(node, Reason("invalid", "ConcatFromSequence without its required axis"))
+    axis = axis_attr.as_int()
+    rank = _rank(seq.elements, scope.shapes)
+    if rank is not None:
+        out_rank = rank + 1 if new_axis == 1 else rank
+        if not -out_rank <= axis <= out_rank - 1:
+            reason = (
+                f"axis {axis} is outside [-{out_rank}, {out_rank - 1}]: left to fail at run time"
+            )
+            return leave(node, Reason("out-of-range", reason))
+        axis = axis + out_rank if axis < 0 else axis
+        conflict = _conflicting_dim(seq.elements, scope.shapes, None if new_axis == 1 else axis)
+        if conflict is not None:
+            reason = f"elements differ in dim {conflict}: ConcatFromSequence fails at run time; left as is"
+            return leave(node, Reason("run-time-failure", reason))
+    # With the rank unknown the axis passes through unchanged: Unsqueeze and Concat accept the
+    # same axis range as ConcatFromSequence, so both models fail or succeed together.
+    emit = ctx.edits.emitter(scope, node)
+    parts = list(seq.elements)
+    if new_axis == 1:
+        parts = [emit.unsqueeze(v, axis) for v in parts]
+    result = parts[0] if len(parts) == 1 else emit.concat(parts, axis)
+    ctx.edits.replace(node.outputs[0], result, scope)
+    rule = "concat-from-sequence-new-axis" if new_axis == 1 else "concat-from-sequence"
+    return ctx.edits.applied(rule, node, f"{len(seq)} elements, axis {axis}")
+
+
+def _split_sizes(
+    ctx: Context, node: ir.Node, dim: int | None
+) -> tuple[list[int] | None, bool, Reason | None]:
+    """Split sizes for SplitToSequence, whether the chunks are squeezed, or why not known."""
+    keepdims = node.attributes.get_int("keepdims", 1)
+    split = node.inputs[1] if len(node.inputs) > 1 else None
+    unknown_dim = Reason(
+        "unknown-shape", "split axis dim unknown: the number of chunks is not static"
+    )
+    empty = Reason("unknown-shape", "split axis has size 0: the sequence is empty")
+    if split is None:
+        if dim is None:
+            return None, False, unknown_dim
+        if dim == 0:
+            return None, False, empty
+        return [1] * dim, keepdims == 0, None
+    array = ctx.const_array(split)
+    if array is None:
+        return (
+            None,
+            False,
+            Reason("run-time-value", f"split '{split.name}' is known only at run time"),
+        )
+    if array.ndim == 1:
+        sizes = [int(s) for s in array]
+        if not sizes or any(s < 0 for s in sizes):
+            return None, False, Reason("invalid", f"split sizes {sizes} are not valid")
+        if dim is None:
+            text = "split axis dim unknown: the sizes cannot be proven to sum to it"
+            return None, False, Reason("unknown-shape", text)
+        if sum(sizes) != dim:
+            text = f"split sizes sum to {sum(sizes)}, axis dim is {dim}: left to fail at run time"
+            return None, False, Reason("run-time-failure", text)
+        return sizes, False, None
+    if array.ndim != 0:
+        return None, False, Reason("invalid", f"split has rank {array.ndim}, not 0 or 1")
+    chunk = int(array)
+    if chunk <= 0:
+        return None, False, Reason("invalid", f"scalar split {chunk} is not positive")
+    if dim is None:
+        return None, False, unknown_dim
+    if dim == 0:
+        return None, False, empty
+    sizes = [chunk] * (dim // chunk) + ([dim % chunk] if dim % chunk else [])
+    squeeze = chunk == 1 and keepdims == 0 and not ctx.options.strict_spec
+    return sizes, squeeze, None
+
+
+def _run_time_split_count(ctx: Context, node: ir.Node, scope: Scope) -> int | str:
+    """How many chunks a SplitToSequence makes whose split sizes are a run-time 1-D tensor of
+    known length; else why not ('' when the split is not such a tensor)."""
+    split = node.inputs[1] if len(node.inputs) > 1 else None
+    if split is None or ctx.const_array(split) is not None:
+        return ""
+    shape = scope.shapes.shape(split)
+    if shape is None or len(shape) != 1:
+        return ""
+    if not isinstance(shape[0], int) or shape[0] < 1:
+        return "the number of sizes is not known"
+    if scope.opset < 13:
+        return "Split takes its sizes as an attribute before opset 13"
+    return shape[0]
+
+
+def _split_to_sequence(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+    data = node.inputs[0]
+    shape = scope.shapes.shape(data) if data is not None else None
+    if data is None or shape is None:
+        reason = "input rank unknown: the split axis cannot be checked"
+        return ctx.facts.leave(node, Reason("unknown-shape", reason))
+    rank = len(shape)
+    axis = node.attributes.get_int("axis", 0)
+    if not -rank <= axis <= rank - 1:
+        reason = f"axis {axis} is outside [-{rank}, {rank - 1}]: left to fail at run time"
+        return ctx.facts.leave(node, Reason("out-of-range", reason))
+    axis = axis + rank if axis < 0 else axis
+    dim = shape[axis]
+    sizes, squeeze, why = _split_sizes(ctx, node, dim if isinstance(dim, int) else None)
+    if sizes is None:
+        assert why is not None
+        count = _run_time_split_count(ctx, node, scope)
+        if isinstance(count, str):
+            return ctx.facts.leave(
+                node, Reason(why.kind, f"{why.text} ({count})") if count else why
+            )
+        # split sizes known only at run time, but how many of them: one Split output each (it
+        # fails on sizes that do not sum to the dim exactly as SplitToSequence does)
+        split = node.inputs[1]
+        assert split is not None
+        parts = ctx.edits.emitter(scope, node).split_by(data, axis, split, count)
+        ctx.facts.values[node.outputs[0]] = StaticSequence(tuple(parts), data.dtype)
+        detail = f"{count} chunks on axis {axis}"
+        return ctx.edits.applied("split-to-sequence-run-time-sizes", node, detail)
+    emit = ctx.edits.emitter(scope, node)
+    parts = emit.split(data, axis, sizes)
+    if squeeze:
+        parts = [emit.squeeze(p, axis) for p in parts]
+    ctx.facts.values[node.outputs[0]] = StaticSequence(tuple(parts), data.dtype)
+    detail = f"{len(sizes)} chunks on axis {axis}" + (", squeezed" if squeeze else "")
+    if squeeze and len(node.inputs) > 1 and node.inputs[1] is not None:
+        follows_ort(ctx, node, parts, detail)
+    return ctx.edits.applied("split-to-sequence", node, detail)
+
+
+TABLE: dict[tuple[str, str], Entry] = {
+    ("SequenceEmpty", "*"): Entry(_sequence_empty),
+    ("SequenceConstruct", "*"): Entry(_sequence_construct),
+    ("SequenceInsert", "*"): Entry(_sequence_insert),
+    ("SequenceErase", "*"): Entry(_sequence_erase),
+    ("Identity", "*"): Entry(_identity),
+    ("SequenceAt", "static"): Entry(_sequence_at),
+    ("SequenceLength", "static"): Entry(_sequence_length),
+    ("ConcatFromSequence", "static"): Entry(_concat_from_sequence),
+    ("SplitToSequence", "*"): Entry(_split_to_sequence),
+}
+
+RULES: dict[str, tuple[str, str]] = {
+    "sequence-at": ("sequence-ops", "SequenceAt(s, const) of a static s -> the element"),
+    "sequence-length": ("sequence-ops", "SequenceLength(s) of a static s -> an int64 Constant"),
+    "concat-from-sequence": ("sequence-ops", "ConcatFromSequence(new_axis=0) -> Concat"),
+    "concat-from-sequence-new-axis": (
+        "sequence-ops",
+        "ConcatFromSequence(new_axis=1) -> Unsqueeze each element + Concat",
+    ),
+    "split-to-sequence": ("sequence-ops", "SplitToSequence -> Split (+ Squeeze)"),
+    "split-to-sequence-run-time-sizes": (
+        "sequence-ops",
+        "SplitToSequence(x, sizes) with sizes a run-time int64[k] -> Split with k outputs",
+    ),
+}
+"""The rewrites this family applies: id -> (group, one line of doc)."""

@@ -1,0 +1,105 @@
+"""The transfer table: every family's rows merged, and the registry of rewrites.
+
+Each family declares its own table (``(op_type, kind) -> Entry``) and the rewrites it applies
+(``RULES``: id -> (group, doc)); this module merges them, failing on a row or an id declared
+twice, and the walker is given the result. Adding an op means one row in its family's table,
+one ``RULES`` entry, and one ``rules/*.rule`` file that names the rewrite id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from seqpasses.transfer import control, loops, sequence_ops, unit_split
+from seqpasses.walk.context import Entry
+
+__all__ = ["DRY_TABLE", "GROUPS", "RULES", "TABLE", "Rule", "merge", "select_rewrites"]
+
+GROUPS: dict[str, str] = {
+    "sequence-ops": "fold Construct/Empty/Insert/Erase/Identity chains; lower SequenceAt, "
+    "SequenceLength, ConcatFromSequence, SplitToSequence",
+    "if-inline": "inline the taken branch of an If whose condition is a constant",
+    "sequence-map": "inline SequenceMap over static sequences, one body copy per element",
+    "optional": "pass values through Optional / OptionalGetElement; fold OptionalHasElement",
+    "loop-scan": "turn a Loop that appends to a list into a Loop with a scan output "
+    "(the body's len(l) and l[-1] become values it carries)",
+    "loop-unroll": "unroll a Loop with a constant trip count (<= --max-unroll) that reads "
+    "a sequence",
+    "function-inline": "inline model-local functions whose sequences cross their boundary, "
+    "when that leaves fewer sequence ops",
+}
+"""The rewrite groups a caller can switch off by name (``--skip`` / ``--only``)."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A registered rewrite: its id, the group that switches it off, one line of doc."""
+
+    id: str
+    group: str
+    doc: str
+
+
+def merge(*tables: Mapping[tuple[str, str], Entry]) -> dict[tuple[str, str], Entry]:
+    """One table from the families' tables; a row declared twice is an error."""
+    merged: dict[tuple[str, str], Entry] = {}
+    for table in tables:
+        for key, entry in table.items():
+            if key in merged:
+                raise ValueError(f"transfer for {key} declared twice")
+            merged[key] = entry
+    return merged
+
+
+def _rules(*families: Mapping[str, tuple[str, str]]) -> dict[str, Rule]:
+    rules: dict[str, Rule] = {}
+    for family in families:
+        for rule_id, (group, doc) in family.items():
+            if rule_id in rules:
+                raise ValueError(f"rewrite id {rule_id!r} declared twice")
+            if group not in GROUPS:
+                raise ValueError(f"rewrite id {rule_id!r} names an unknown group {group!r}")
+            rules[rule_id] = Rule(rule_id, group, doc)
+    return rules
+
+
+TABLE = merge(sequence_ops.TABLE, unit_split.TABLE, control.TABLE, loops.TABLE)
+"""The table of a real walk."""
+
+DRY_TABLE = {key: entry for key, entry in TABLE.items() if entry.dry}
+"""The table of a dry walk (analysis): no row that restructures the graph."""
+
+RULES: dict[str, Rule] = _rules(
+    sequence_ops.RULES,
+    unit_split.RULES,
+    control.RULES,
+    loops.RULES,
+    {
+        "canonical-sequence-input": (
+            "sequence-ops",
+            "a static sequence an op needs as a sequence -> one SequenceConstruct/SequenceEmpty",
+        ),
+        "canonical-sequence-output": (
+            "sequence-ops",
+            "a static sequence that is a graph output -> one SequenceConstruct/SequenceEmpty",
+        ),
+        "function-inline": (
+            "function-inline",
+            "model-local functions whose sequences cross their boundary -> inlined",
+        ),
+    },
+)
+"""Every rewrite seqpasses applies, by id (the ids reports and ``rules/*.rule`` files use)."""
+
+
+def select_rewrites(skip: Iterable[str] = (), only: Iterable[str] | None = None) -> frozenset[str]:
+    """The set of disabled rewrite groups for ``skip``/``only``; ValueError on an unknown name."""
+    names = set(skip) | set(only or ())
+    unknown = sorted(names - set(GROUPS))
+    if unknown:
+        raise ValueError(f"unknown pass {', '.join(unknown)}; known: {', '.join(GROUPS)}")
+    disabled = set(skip)
+    if only is not None:
+        disabled |= set(GROUPS) - set(only)
+    return frozenset(disabled)

@@ -1,0 +1,198 @@
+"""Reads of a split into chunks of one (``torch.unbind``), whatever its length.
+
+``SplitToSequence(x)`` with no split, or a scalar split of 1, makes as many elements as the
+split axis is long: element ``i`` is ``x`` gathered at ``i`` on that axis, so its reads lower
+even when that length is known only at run time:
+
+1. ``SequenceAt(s, i)`` -> ``Gather(x, i)`` (``Gather(x, [i])`` where the chunks keep the
+   axis), any ``i``: Gather accepts exactly SequenceAt's range ``[-n, n-1]`` and fails outside
+   it as SequenceAt does.
+2. ``SequenceLength(s)`` -> ``Gather(Shape(x), axis)``.
+3. ``ConcatFromSequence(s)``: squeezed slices stacked again -> a ``Transpose`` of ``x`` (or
+   ``x``); laid end to end -> a ``Reshape`` (after a ``Transpose``); kept slices concatenated on
+   the split axis -> ``x``. With zero slices the original fails at run time and this gives an
+   empty tensor, as for loops (README, "Loops").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx_ir as ir
+
+from seqpasses.core.graph import is_default
+from seqpasses.transfer.common import concat_new_axis, follows_ort
+from seqpasses.walk.context import Context, Entry, Scope
+
+__all__ = ["RULES", "TABLE", "find", "read_at"]
+
+
+def find(
+    ctx: Context, value: ir.Value | None, scope: Scope
+) -> tuple[ir.Value, int, bool, bool] | None:
+    """``(data, axis, squeezed, follows_ort)`` when ``value`` is ``SplitToSequence(data)`` cut
+    into chunks of one along ``axis``. ``follows_ort``: squeezed only because ONNX Runtime
+    squeezes a scalar split 1 with ``keepdims=0`` (the spec keeps the axis)."""
+    while value is not None:
+        producer = value.producer()
+        if producer is None or not is_default(producer):
+            return None
+        if producer.op_type == "Identity":
+            value = producer.inputs[0]
+            continue
+        if producer.op_type != "SplitToSequence" or producer.inputs[0] is None:
+            return None
+        data = producer.inputs[0]
+        shape = scope.shapes.shape(data)
+        axis = producer.attributes.get_int("axis", 0)
+        if shape is None or not -len(shape) <= axis < len(shape):
+            return None
+        keepdims = producer.attributes.get_int("keepdims", 1)
+        split = producer.inputs[1] if len(producer.inputs) > 1 else None
+        axis = axis + len(shape) if axis < 0 else axis
+        if split is None:
+            return data, axis, keepdims == 0, False
+        array = ctx.const_array(split)
+        if array is None or array.ndim != 0 or int(array) != 1:
+            return None
+        squeeze = keepdims == 0 and not ctx.options.strict_spec
+        return data, axis, squeeze, squeeze
+    return None
+
+
+def _at_counter_of_unrolled_loop(ctx: Context, position: ir.Value) -> bool:
+    owner = ctx.facts.owner(position.graph)
+    return (
+        owner is not None
+        and owner[0].op_type == "Loop"
+        and position.graph is not None
+        and position.graph.inputs[:1] == [position]
+        and owner[0] in ctx.facts.unrolling
+    )
+
+
+def read_at(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+    """``SequenceAt(split in chunks of 1, i)`` -> ``Gather(x, i)``; False when not such a read."""
+    found = find(ctx, node.inputs[0], scope)
+    position = node.inputs[1] if len(node.inputs) > 1 else None
+    if found is None or position is None:
+        return False
+    if _at_counter_of_unrolled_loop(ctx, position):
+        return False  # read at the loop counter of a loop that will be unrolled: folded then
+    pos_shape = scope.shapes.shape(position)
+    if pos_shape is None or len(pos_shape) != 0:
+        return False
+    data, axis, squeeze, diverges = found
+    emit = ctx.edits.emitter(scope, node)
+    index = position if squeeze else emit.unsqueeze(position, 0)
+    out = emit.op("Gather", [data, index], axis=axis)
+    out.type = data.type
+    data_shape = scope.shapes.shape(data)
+    if data_shape is not None:
+        dims = list(data_shape)
+        if squeeze:
+            del dims[axis]
+        else:
+            dims[axis] = 1
+        out.shape = ir.Shape(dims)
+    if diverges:
+        follows_ort(ctx, node, [out], "the element is squeezed")
+    ctx.edits.replace(node.outputs[0], out, scope)
+    kept = ", keeping the axis" if not squeeze else ""
+    return ctx.edits.applied(
+        "sequence-at-split", node, f"Gather on axis {axis} of '{data.name}'{kept}"
+    )
+
+
+def _sequence_at(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+    if read_at(ctx, node, scope):
+        return True
+    return ctx.facts.leave(node, ctx.facts.why_unknown(node.inputs[0]))
+
+
+def _sequence_length(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+    found = find(ctx, node.inputs[0], scope)
+    if found is None:
+        return ctx.facts.leave(node, ctx.facts.why_unknown(node.inputs[0]))
+    data, axis, _, _ = found  # chunks of one: as many as the axis is long
+    emit = ctx.edits.emitter(scope, node)
+    shape = emit.op("Shape", [data])
+    shape.type = ir.TensorType(ir.DataType.INT64)
+    length = emit.op("Gather", [shape, emit.constant(np.array(axis, dtype=np.int64))], axis=0)
+    length.type, length.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([])
+    ctx.edits.replace(node.outputs[0], length, scope)
+    return ctx.edits.applied("sequence-length-split", node, f"dim {axis} of '{data.name}'")
+
+
+def _restack(ctx: Context, node: ir.Node, scope: Scope, new_axis: int) -> bool:
+    found = find(ctx, node.inputs[0], scope)
+    axis_attr = node.attributes.get("axis")
+    if found is None or axis_attr is None:
+        return False
+    data, split_axis, squeeze, diverges = found
+    shape = scope.shapes.shape(data)
+    assert shape is not None  # find checked the rank
+    rank = len(shape)
+    merge = squeeze and new_axis == 0  # squeezed slices laid end to end: a Reshape
+    if not squeeze and new_axis == 1:
+        return False
+    out_rank = rank - 1 if merge else rank
+    axis = axis_attr.as_int()
+    if not -out_rank <= axis < out_rank:
+        return False
+    axis = axis + out_rank if axis < 0 else axis
+    if axis != split_axis and not squeeze:
+        return False
+    perm = [d for d in range(rank) if d != split_axis]
+    perm.insert(axis, split_axis)
+    after = [d for d in [shape[k] for k in perm][axis + 2 :] if isinstance(d, int)]
+    if merge and len(after) != rank - axis - 2:
+        return False
+    emit = ctx.edits.emitter(scope, node)
+    result = data
+    if perm != list(range(rank)):
+        result = emit.op("Transpose", [data], perm=perm)
+        result.type = data.type
+        result.shape = ir.Shape([shape[d] for d in perm])
+    if merge:
+        target = emit.int64s([0] * axis + [-1] + after)
+        result = emit.op("Reshape", [result, target])
+        result.type = data.type
+    if diverges:
+        follows_ort(ctx, node, [result], "stacks the slices squeezed")
+    ctx.edits.replace(node.outputs[0], result, scope)
+    moved = "its input" if axis == split_axis else f"Transpose {axis_attr.as_int()}<-{split_axis}"
+    moved += ", merged by Reshape" if merge else ""
+    return ctx.edits.applied(
+        "concat-of-split", node, f"chunks of one on axis {split_axis}: {moved}"
+    )
+
+
+def _concat_from_sequence(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+    new_axis = concat_new_axis(ctx, node)
+    if new_axis is None:
+        return False
+    if _restack(ctx, node, scope, new_axis):
+        return True
+    return ctx.facts.leave(node, ctx.facts.why_unknown(node.inputs[0]))
+
+
+TABLE: dict[tuple[str, str], Entry] = {
+    ("SequenceAt", "other"): Entry(_sequence_at),
+    ("SequenceLength", "other"): Entry(_sequence_length),
+    ("ConcatFromSequence", "other"): Entry(_concat_from_sequence),
+}
+
+RULES: dict[str, tuple[str, str]] = {
+    "sequence-at-split": (
+        "sequence-ops",
+        "SequenceAt of a split into chunks of one, any position -> Gather on the split axis",
+    ),
+    "sequence-length-split": (
+        "sequence-ops",
+        "SequenceLength of a split into chunks of one -> Gather(Shape(x), axis)",
+    ),
+    "concat-of-split": (
+        "sequence-ops",
+        "ConcatFromSequence of a split into chunks of one -> its input, a Transpose or a Reshape",
+    ),
+}

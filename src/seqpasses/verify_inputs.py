@@ -1,0 +1,81 @@
+"""The input sets verification runs on: seeded random ones, or the caller's from an ``.npz``."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+import onnx
+
+__all__ = ["load_inputs", "random_inputs"]
+
+
+def _random_tensor(
+    tensor_type: onnx.TypeProto.Tensor, sizes: dict[str, int], rng: np.random.Generator
+) -> np.ndarray:
+    shape: list[int] = []
+    if tensor_type.HasField("shape"):
+        for dim in tensor_type.shape.dim:
+            if dim.HasField("dim_value"):
+                shape.append(dim.dim_value)
+            else:
+                name = dim.dim_param or ""
+                if name not in sizes:
+                    sizes[name] = int(rng.integers(2, 4))
+                shape.append(sizes[name])
+    dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor_type.elem_type)
+    if dtype == np.bool_:
+        return rng.integers(0, 2, size=shape).astype(np.bool_)
+    if np.issubdtype(dtype, np.integer):
+        return rng.integers(-3, 4, size=shape).astype(dtype)
+    if np.issubdtype(dtype, np.complexfloating):
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+    if dtype == np.object_:
+        return np.array(
+            [f"s{int(v)}" for v in rng.integers(0, 9, size=shape).reshape(-1)], dtype=object
+        ).reshape(shape)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def _random_value(
+    type_proto: onnx.TypeProto, sizes: dict[str, int], rng: np.random.Generator
+) -> Any:
+    kind = type_proto.WhichOneof("value")
+    if kind == "tensor_type":
+        return _random_tensor(type_proto.tensor_type, sizes, rng)
+    if kind == "sequence_type":
+        element = type_proto.sequence_type.elem_type
+        return [_random_value(element, sizes, rng) for _ in range(3)]
+    if kind == "optional_type":
+        return _random_value(type_proto.optional_type.elem_type, sizes, rng)
+    raise ValueError(f"cannot make a random input of type {kind}")
+
+
+def random_inputs(model: onnx.ModelProto, seed: int = 0) -> dict[str, Any]:
+    """Seeded random feeds for the graph inputs that are not initializers.
+
+    Symbolic dims are bound to one small size each, shared by every input that names them.
+    """
+    rng = np.random.default_rng(seed)
+    initializers = {init.name for init in model.graph.initializer}
+    sizes: dict[str, int] = {}
+    return {
+        inp.name: _random_value(inp.type, sizes, rng)
+        for inp in model.graph.input
+        if inp.name not in initializers
+    }
+
+
+def load_inputs(path: str | os.PathLike[str]) -> list[dict[str, np.ndarray]]:
+    """Input sets from an ``.npz``: arrays named after graph inputs (one set), or
+    ``run<k>.input:<name>`` (one set per ``k``, as the committed PyTorch exports hold)."""
+    with np.load(os.fspath(path), allow_pickle=False) as data:
+        keyed: dict[str, dict[str, np.ndarray]] = {}
+        for key in data.files:
+            if ".input:" in key:
+                run, name = key.split(".input:", 1)
+                keyed.setdefault(run, {})[name] = data[key]
+            elif ".output:" not in key:
+                keyed.setdefault("", {})[key] = data[key]
+    return [keyed[k] for k in sorted(keyed, key=lambda k: (len(k), k))]

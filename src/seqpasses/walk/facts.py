@@ -1,0 +1,106 @@
+"""What the walk knows: each sequence's abstract value, the integers it folded, and why.
+
+A sequence value is a :class:`~seqpasses.core.sequence.StaticSequence` or
+:class:`~seqpasses.core.sequence.Unknown` (holding a :class:`~seqpasses.core.sequence.Reason`).
+A node the walk leaves gets a reason too: data (a kind from
+:data:`~seqpasses.core.sequence.REASON_KINDS`, and the text a user reads), passed on to what
+reads the node's sequence, and noted when a later decision (a Loop that is not unrolled)
+bears on it.
+"""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+
+from seqpasses.core.graph import label
+from seqpasses.core.sequence import REASON_KINDS, Reason, StaticSequence, Unknown
+
+__all__ = ["REASON_KINDS", "Facts", "Reason"]
+
+
+class Facts:
+    """Abstract values, folded integers, optionals, reasons, and where each graph sits."""
+
+    def __init__(self, main_opset: int = 0) -> None:
+        self.values: dict[ir.Value, StaticSequence | Unknown] = {}
+        self.ints: dict[ir.Value, int] = {}
+        self.optionals: dict[ir.Value, ir.Value | None] = {}  # Optional(x) -> x (None: empty)
+        self.reasons: dict[ir.Node, Reason] = {}
+        self.loop_reasons: dict[ir.Node, list[str]] = {}  # why a Loop's sequence stays
+        self.proven: set[ir.Value] = set()  # shapes seqpasses proved (scan outputs it made)
+        self.unrolling: set[ir.Node] = set()  # Loops that will be unrolled (walk their body so)
+        self.paths: dict[ir.Node, str] = {}
+        self.owners: dict[int, tuple[ir.Node, str]] = {}  # id(subgraph) -> (node, attribute)
+        self.functions: dict[int, str] = {}  # id(function graph) -> the function's name
+        self.opsets: dict[int, int] = {}  # id(graph) -> the ONNX opset its nodes run under
+        self.input_dims: set[str] = set()  # symbolic dims named by the main graph's inputs
+        self.main_opset = main_opset
+
+    def opset_of(self, node: ir.Node) -> int:
+        return self.opsets.get(id(node.graph), self.main_opset)
+
+    def static(self, value: ir.Value | None) -> StaticSequence | None:
+        known = self.values.get(value) if value is not None else None
+        return known if isinstance(known, StaticSequence) else None
+
+    def owner(self, graph: ir.Graph | ir.Function | None) -> tuple[ir.Node, str] | None:
+        """The node (and its attribute) that holds ``graph``, when it is a subgraph."""
+        return self.owners.get(id(graph)) if graph is not None else None
+
+    def leave(self, node: ir.Node, reason: Reason) -> bool:
+        """Record why ``node`` stays; what reads its sequence learns where the root cause is."""
+        self.reasons[node] = reason
+        passed = reason.through(node)
+        for out in node.outputs:
+            if out.type is None or isinstance(out.type, ir.SequenceType) or out in self.values:
+                self.values[out] = Unknown(passed)
+        return False
+
+    def note(self, node: ir.Node, text: str) -> None:
+        """Add a later decision to the reason a node was left with (when it has one)."""
+        if node in self.reasons:
+            self.reasons[node] = self.reasons[node].noted(text)
+
+    def why_unknown(self, value: ir.Value | None) -> Reason:
+        if value is None:
+            return Reason("invalid", "input is missing")
+        known = self.values.get(value)
+        if isinstance(known, Unknown):
+            return known.reason
+        if value.is_graph_input():
+            return Reason(
+                "unknown-sequence", f"sequence '{value.name}' is {self.input_role(value)}"
+            )
+        producer = value.producer()
+        if producer is None:
+            return Reason(
+                "unknown-sequence",
+                f"sequence '{value.name}' comes from an enclosing scope that is not static",
+            )
+        return Reason("unknown-sequence", self.produced_by(producer, ", not statically known"))
+
+    def input_role(self, value: ir.Value) -> str:
+        """What a graph input is, in words: the model's input or a body's (loop counter, ...)."""
+        owner = self.owner(value.graph)
+        if owner is None:
+            function = self.functions.get(id(value.graph))
+            return f"an input of function '{function}'" if function else "a graph input"
+        node, attr = owner
+        graph = value.graph
+        index = next((k for k, v in enumerate(graph.inputs) if v is value), -1) if graph else -1
+        if node.op_type == "Loop" and attr == "body":
+            if index == 0:
+                return f"the iteration number of {label(node)}"
+            if index == 1:
+                return f"the loop condition of {label(node)}"
+            return f"carried by {label(node)} (it changes every iteration)"
+        if node.op_type == "Scan" and attr == "body":
+            return f"a state or scanned slice of {label(node)}"
+        if node.op_type == "SequenceMap" and attr == "body":
+            return f"one element at a time of {label(node)}'s input"
+        return f"an input of {label(node)}'s {attr}"
+
+    def produced_by(self, node: ir.Node, otherwise: str) -> str:
+        """Why a sequence ``node`` makes is unknown: its loop's reasons, when it is a Loop."""
+        why = "; ".join(self.loop_reasons.get(node, ()))
+        return f"sequence comes from {label(node)}" + (f" ({why})" if why else otherwise)

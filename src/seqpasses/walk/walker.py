@@ -1,0 +1,102 @@
+"""The order of the walk: each graph in order, a node's subgraphs before the node itself.
+
+The walker is given its table (``(op_type, kind) -> Entry``, see
+:mod:`seqpasses.walk.context`) and knows no op: for each node it walks the node's subgraphs
+(so a static sequence of the enclosing scope is static inside a body), looks up the transfer
+for the node's op and the kind of its first input's abstract value, and runs it; a node no
+transfer handles gets its sequence inputs in canonical form. Model-local functions are walked
+with their own opset.
+"""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+
+from seqpasses.core.graph import is_default, subgraph_path, subgraphs
+from seqpasses.core.shapes import ShapeOracle
+from seqpasses.report import Report
+from seqpasses.walk.context import Context, Entry, FoldOptions, Scope, Table
+from seqpasses.walk.edits import Edits
+from seqpasses.walk.facts import Facts, Reason
+
+__all__ = ["Walker"]
+
+
+class Walker:
+    """One walk of a model with one table; ``dry`` records what would change and changes
+    nothing (and runs only the table's entries that make sense without changes)."""
+
+    def __init__(
+        self, table: Table, options: FoldOptions, report: Report, dry: bool = False
+    ) -> None:
+        self.table = table
+        self.dry = dry
+        self.facts = Facts()
+        self.edits = Edits(self.facts, report, dry)
+        self.ctx = Context(options, self.facts, self.edits, self)
+
+    def run_model(self, model: ir.Model, opset: int) -> None:
+        """Walk the main graph, then each model-local function under its own opset."""
+        self.facts.main_opset = opset
+        for value in model.graph.inputs:
+            if value.shape is not None:
+                self.facts.input_dims.update(
+                    d.value for d in value.shape if isinstance(d, ir.SymbolicDim) and d.value
+                )
+        self.run_graph(Scope(model.graph, "main", opset, ShapeOracle(opset, self.ctx.constant)))
+        for function in model.functions.values():
+            own = function.opset_imports.get("", function.opset_imports.get("ai.onnx", opset))
+            oracle = ShapeOracle(own, self.ctx.constant)
+            self.run_graph(Scope(function, f"function {function.name}", own, oracle))
+
+    def run_graph(self, scope: Scope) -> None:
+        self.facts.opsets[id(scope.graph)] = scope.opset
+        if isinstance(scope.graph, ir.Function):
+            self.facts.opsets[id(scope.graph.graph)] = scope.opset
+            self.facts.functions[id(scope.graph.graph)] = scope.graph.name
+        for node in list(scope.graph):
+            self.visit(node, scope)
+        self.edits.canonicalize_outputs(scope)
+
+    def _entry(self, node: ir.Node, kind: str) -> Entry | None:
+        entry = self.table.get((node.op_type, kind)) or self.table.get((node.op_type, "*"))
+        if entry is None or entry.group in self.ctx.options.disabled:
+            return None
+        return None if self.dry and not entry.dry else entry
+
+    def visit(self, node: ir.Node, scope: Scope) -> None:
+        """Walk a node's subgraphs, then apply its transfer function (or the fallback)."""
+        default = is_default(node)
+        first = self._entry(node, "*") if default else None
+        if first is not None and first.before is not None:
+            first.before(self.ctx, node, scope)
+        for attr, graph in subgraphs(node):
+            self._run_subgraph(graph, scope, node, attr)
+        if not default:
+            return
+        self.facts.paths[node] = scope.path
+        source = node.inputs[0] if node.inputs else None
+        static = self.facts.static(source) is not None
+        entry = self._entry(node, "static" if static else "other")
+        refs = [a for a in node.attributes.values() if a.is_ref()]
+        if entry is not None and refs:
+            self.facts.leave(
+                node,
+                Reason(
+                    "attribute-reference",
+                    f"attribute '{refs[0].name}' is the function's attribute "
+                    f"'{refs[0].ref_attr_name}', known only at each call",
+                ),
+            )
+            entry = None
+        done = entry.transfer(self.ctx, node, scope) if entry is not None else False
+        if not done:
+            self.edits.fallback(node, scope)
+
+    def rewalk(self, graph: ir.Graph, scope: Scope, node: ir.Node, attr: str) -> None:
+        """Walk a subgraph of ``node`` again (a decision it was walked under has changed)."""
+        self._run_subgraph(graph, scope, node, attr)
+
+    def _run_subgraph(self, graph: ir.Graph, scope: Scope, node: ir.Node, attr: str) -> None:
+        self.facts.owners[id(graph)] = (node, attr)
+        self.run_graph(scope.inner(graph, subgraph_path(scope.path, node, attr)))
