@@ -28,7 +28,28 @@ def _output(run: Callable[[], object]) -> str:
     return buffer.getvalue()
 
 
+def rule_table() -> str:
+    """The rule catalogue, from the registry and the ``# rule:`` line of each rule file."""
+    from seqpasses.core.sequence import REASON_KINDS
+    from seqpasses.transfer.table import RULES
+
+    files: dict[str, list[str]] = {}
+    for path in sorted((README.parent / "rules").glob("*.rule")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.startswith("# rule:"):
+                files.setdefault(line.split(":", 1)[1].strip(), []).append(f"`{path.stem}`")
+    lines = ["| rewrite id | group | what it does | rule files |", "|---|---|---|---|"]
+    for rule in RULES.values():
+        shown = ", ".join(files.get(rule.id, []))
+        lines.append(f"| `{rule.id}` | {rule.group} | {rule.doc} | {shown} |")
+    lines += ["", "| a node left because | kind | rule files |", "|---|---|---|"]
+    for kind, doc in REASON_KINDS.items():
+        lines.append(f"| {doc} | `{kind}` | {', '.join(files.get(kind, [])) or '-'} |")
+    return "\n".join(lines) + "\n"
+
+
 SECTIONS: dict[str, Callable[[], str]] = {
+    "rule-table": rule_table,
     "torch-table": lambda: _output(lambda: torch_table.main([])),
     "pipeline-table": lambda: _output(lambda: torch_table.main(["--pipeline"])),
 }

@@ -44,6 +44,7 @@ class Rule:
     after: onnx.ModelProto
     inputs: dict[str, Any]  # fixed input values (``# inputs: name = [1, 2]; ...``), as arrays
     runnable: bool  # False: ``# verify: not runnable (why)``, no evaluator can run the model
+    rule: str  # ``# rule: <id>``: the rewrite id (or reason kind) the file shows
 
 
 def parse_rule(path: Path) -> Rule:
@@ -54,7 +55,10 @@ def parse_rule(path: Path) -> Rule:
     options: dict[str, bool] = {}
     fixed: dict[str, Any] = {}
     runnable = True
+    rule = ""
     for line in header.splitlines():
+        if line.startswith("# rule:"):
+            rule = line.split(":", 1)[1].strip()
         if line.startswith("# verify: not runnable"):
             runnable = False
         if line.startswith("# identity:"):
@@ -72,7 +76,14 @@ def parse_rule(path: Path) -> Rule:
         for name, value in fixed.items()
     }
     return Rule(
-        path.stem, identity, options, before, onnx.parser.parse_model(after_text), inputs, runnable
+        path.stem,
+        identity,
+        options,
+        before,
+        onnx.parser.parse_model(after_text),
+        inputs,
+        runnable,
+        rule,
     )
 
 

@@ -8,13 +8,26 @@ import onnx
 import pytest
 
 import seqpasses
-from helpers import RULES, io_signature, op_counts, parse_rule, refold_modified
+from helpers import RULES as RULES_DIR
+from helpers import io_signature, op_counts, parse_rule, refold_modified
+from seqpasses.core.sequence import REASON_KINDS
+from seqpasses.transfer.table import RULES
 
-RULE_FILES = sorted(RULES.glob("*.rule"))
+RULE_FILES = sorted(RULES_DIR.glob("*.rule"))
 
 
 def test_catalogue_is_not_empty() -> None:
     assert len(RULE_FILES) >= 30
+
+
+def test_the_catalogue_covers_the_registry() -> None:
+    # every registered rewrite is shown by some rule file, and every file names a rewrite id
+    # or a reason kind that exists
+    named = {parse_rule(path).rule for path in RULE_FILES}
+    missing = sorted(set(RULES) - named)
+    assert not missing, f"registered rewrites with no rules/*.rule file: {missing}"
+    unknown = sorted(named - set(RULES) - set(REASON_KINDS) - {"none"})
+    assert not unknown, f"rule files naming no known rewrite or reason kind: {unknown}"
 
 
 @pytest.mark.parametrize("path", RULE_FILES, ids=[p.stem for p in RULE_FILES])
@@ -24,8 +37,17 @@ def test_rule(path: Path) -> None:
     onnx.checker.check_model(rule.before, full_check=True)
     onnx.checker.check_model(rule.after, full_check=True)
 
+    assert rule.rule, f"{path.name} has no '# rule:' line"
     given = rule.before.SerializeToString(deterministic=True)
-    optimized = seqpasses.optimize(rule.before, **rule.options)
+    report = seqpasses.Report()
+    optimized = seqpasses.optimize(rule.before, report=report, **rule.options)
+    # the file shows what its header says: that rewrite applied, or a node left for that kind
+    applied = {r.rule for r in report.rewrites}
+    assert applied <= set(RULES), f"unregistered rewrite ids: {applied - set(RULES)}"
+    if rule.rule in RULES:
+        assert rule.rule in applied, (rule.rule, applied)
+    elif rule.rule != "none":
+        assert rule.rule in {r.kind for r in report.left}, [r.kind for r in report.left]
     # the caller's ModelProto is not changed (the IR wraps its tensors, it does not copy them)
     assert rule.before.SerializeToString(deterministic=True) == given
 

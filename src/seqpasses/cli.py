@@ -20,7 +20,7 @@ from seqpasses.io import BadInputError
 from seqpasses.pipeline import Job, run_job, write_report
 from seqpasses.report import Report, Rewrite
 from seqpasses.selfcheck import SelfCheckError
-from seqpasses.transfer.table import GROUPS, select_rewrites
+from seqpasses.transfer.table import GROUPS, RULES, select_rewrites
 from seqpasses.views import inspect_command, shapes_command
 from seqpasses.walk.context import DEFAULT_MAX_UNROLL
 
@@ -129,7 +129,10 @@ def _parser() -> argparse.ArgumentParser:
     opt.add_argument("--report", type=Path, metavar="FILE", help="write a JSON report of the run")
     opt.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     opt.add_argument("-v", "--verbose", action="store_true", help="list every rewrite")
-    commands.add_parser("passes", help="list the rewrite groups, one line each")
+    pas = commands.add_parser("passes", help="list the rewrite groups, one line each")
+    pas.add_argument(
+        "--rules", action="store_true", help="also list each rewrite id of every group"
+    )
     ins = commands.add_parser(
         "inspect", help="list every sequence op, and why optimize would leave each one it leaves"
     )
@@ -242,15 +245,23 @@ def _write_report(
     write_report(args.report, data)
 
 
+def _passes(rules: bool) -> None:
+    """The rewrite groups (and with ``rules`` every rewrite id in each), from the registry."""
+    width = max(len(name) for name in [*GROUPS, *(f"  {r}" for r in RULES if rules)])
+    for name, text in GROUPS.items():
+        print(f"{name:<{width}}  {text}")
+        for rule in RULES.values() if rules else ():
+            if rule.group == name:
+                print(f"{'  ' + rule.id:<{width}}  {rule.doc}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "optimize":
             return _optimize(args)
         if args.command == "passes":
-            width = max(len(name) for name in GROUPS)
-            for name, text in GROUPS.items():
-                print(f"{name:<{width}}  {text}")
+            _passes(args.rules)
             return 0
         if args.command == "inspect":
             return inspect_command(args)
@@ -261,6 +272,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader went away (| head): nothing more to say
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (stays open until the interpreter exits)
+        return 0
     except SelfCheckError as error:
         where = getattr(args, "input", None)
         print(

@@ -12,6 +12,8 @@ import onnx
 import onnx_ir as ir
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
+from seqpasses.core.graph import DEFAULT_DOMAINS
+
 __all__ = [
     "BadInputError",
     "external_data_files",
@@ -48,7 +50,7 @@ def read_model(path: str | os.PathLike[str]) -> tuple[ir.Model, onnx.ModelProto]
         raise BadInputError(f"{file}: not an ONNX model ({_first_line(error)})") from None
     if not proto.HasField("graph") or (not proto.graph.node and not proto.graph.output):
         raise BadInputError(f"{file}: not an ONNX model (no graph)")
-    if not any(op.domain in ("", "ai.onnx") for op in proto.opset_import):
+    if not any(op.domain in DEFAULT_DOMAINS for op in proto.opset_import):
         raise BadInputError(f"{file}: the model imports no ONNX opset (opset_import is empty)")
     try:
         onnx.checker.check_model(os.fspath(file))

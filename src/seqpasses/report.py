@@ -10,7 +10,7 @@ from typing import Any
 import onnx
 import onnx_ir as ir
 
-from seqpasses.core.graph import all_nodes
+from seqpasses.core.graph import DEFAULT_DOMAINS, all_nodes
 
 __all__ = [
     "OPTIONAL_OPS",
@@ -141,11 +141,11 @@ def count_ops(model: ir.Model | onnx.ModelProto) -> Counter[str]:
     counts: Counter[str] = Counter()
     if isinstance(model, onnx.ModelProto):
         for op_type, domain in _proto_nodes(model):
-            counts[op_type if domain in ("", "ai.onnx") else f"{domain}::{op_type}"] += 1
+            counts[op_type if domain in DEFAULT_DOMAINS else f"{domain}::{op_type}"] += 1
         return counts
     for node in all_nodes(model):
         domain = node.domain
-        counts[node.op_type if domain in ("", "ai.onnx") else f"{domain}::{node.op_type}"] += 1
+        counts[node.op_type if domain in DEFAULT_DOMAINS else f"{domain}::{node.op_type}"] += 1
     return counts
 
 

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import onnx_ir as ir
 
@@ -26,6 +26,7 @@ __all__ = [
     "is_default",
     "label",
     "nested_nodes",
+    "onnx_opset",
     "rebuild",
     "subgraph_path",
     "subgraphs",
@@ -37,6 +38,14 @@ DEFAULT_DOMAINS = ("", "ai.onnx")
 def is_default(node: ir.Node) -> bool:
     """Whether ``node`` is an op of the ONNX domain."""
     return node.domain in DEFAULT_DOMAINS
+
+
+def onnx_opset(imports: Mapping[str, int], default: int | None = None) -> int | None:
+    """The ONNX opset an opset-import table names (either spelling of the domain)."""
+    for domain in DEFAULT_DOMAINS:
+        if domain in imports:
+            return imports[domain]
+    return default
 
 
 def label(node: ir.Node) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
+from seqpasses.core.graph import onnx_opset
 from seqpasses.report import Report
 from seqpasses.transfer.table import TABLE
 from seqpasses.walk.context import FoldOptions
@@ -17,7 +18,7 @@ __all__ = ["WalkPass", "main_opset"]
 
 
 def main_opset(model: ir.Model) -> int:
-    opset = model.opset_imports.get("", model.opset_imports.get("ai.onnx"))
+    opset = onnx_opset(model.opset_imports)
     if opset is None:
         raise ValueError("the model imports no ONNX opset")
     return opset

@@ -94,7 +94,10 @@ RULES: dict[str, Rule] = _rules(
 
 
 def select_rewrites(skip: Iterable[str] = (), only: Iterable[str] | None = None) -> frozenset[str]:
-    """The set of disabled rewrite groups for ``skip``/``only``; ValueError on an unknown name."""
+    """The set of disabled rewrite groups for ``skip``/``only`` (a string is one name);
+    ValueError on an unknown name."""
+    skip = (skip,) if isinstance(skip, str) else tuple(skip)
+    only = (only,) if isinstance(only, str) else None if only is None else tuple(only)
     names = set(skip) | set(only or ())
     unknown = sorted(names - set(GROUPS))
     if unknown:

@@ -244,7 +244,8 @@ class Edits:
                 continue
             node.replace_input_with(index, self.materialize(seq, scope, node, value))
             self.applied("canonical-sequence-input", node, f"input {index} as SequenceConstruct")
-        produced = Reason("unknown-sequence", self.facts.produced_by(node, ""))
+        kind = "loop" if node.op_type == "Loop" else "unknown-sequence"
+        produced = Reason(kind, self.facts.produced_by(node, ""))
         for out in node.outputs:
             if out not in self.facts.values and isinstance(
                 out.type, ir.SequenceType | ir.OptionalType

@@ -77,7 +77,8 @@ class Facts:
                 "unknown-sequence",
                 f"sequence '{value.name}' comes from an enclosing scope that is not static",
             )
-        return Reason("unknown-sequence", self.produced_by(producer, ", not statically known"))
+        kind = "loop" if producer.op_type == "Loop" else "unknown-sequence"
+        return Reason(kind, self.produced_by(producer, ", not statically known"))
 
     def input_role(self, value: ir.Value) -> str:
         """What a graph input is, in words: the model's input or a body's (loop counter, ...)."""

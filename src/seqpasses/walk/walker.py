@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from seqpasses.core.graph import is_default, subgraph_path, subgraphs
+from seqpasses.core.graph import is_default, onnx_opset, subgraph_path, subgraphs
 from seqpasses.core.shapes import ShapeOracle
 from seqpasses.report import Report
 from seqpasses.walk.context import Context, Entry, FoldOptions, Scope, Table
@@ -45,7 +45,7 @@ class Walker:
                 )
         self.run_graph(Scope(model.graph, "main", opset, ShapeOracle(opset, self.ctx.constant)))
         for function in model.functions.values():
-            own = function.opset_imports.get("", function.opset_imports.get("ai.onnx", opset))
+            own = onnx_opset(function.opset_imports, opset) or opset
             oracle = ShapeOracle(own, self.ctx.constant)
             self.run_graph(Scope(function, f"function {function.name}", own, oracle))
 
