@@ -27,6 +27,17 @@ import numpy as np
 import onnx
 import torch
 from torch import Tensor, nn
+from torch_run_time_lists import (
+    ConditionalAppend,
+    DropWeakest,
+    HistoryReads,
+    IfListLengths,
+    ListDelAt,
+    ListIndexInput,
+    ListInsertAt,
+    QueuePop,
+    RowDifferences,
+)
 
 OPSET = 17
 # At opset 11 the TorchScript exporter writes some list loops differently (its own scan
@@ -504,6 +515,88 @@ def _cases() -> list[Case]:
         Case("nested_append_const", NestedAppendConst, (rand(3, 2),), ["x"], False),
         Case("tensor_split", TensorSplit, (rand(2, 7),), ["x"], True),
         Case("computed_index", ComputedIndex, (rand(5, 3),), ["x"], True),
+        # lists with run-time positions or lengths (torch_run_time_lists.py)
+        Case(
+            "list_index_input",
+            ListIndexInput,
+            (rand(2, 3), 1),
+            ["x", "i"],
+            False,
+            more=((rand(2, 3), -1), (rand(2, 3), 0), (rand(2, 3), -3)),
+        ),
+        Case(
+            "list_insert_at",
+            ListInsertAt,
+            (rand(2, 3), rand(2, 3), 1),
+            ["x", "y", "p"],
+            False,
+            more=(
+                (rand(2, 3), rand(2, 3), 0),
+                (rand(2, 3), rand(2, 3), -1),
+                (rand(2, 3), rand(2, 3), 2),
+            ),
+        ),
+        Case(
+            "list_del_at",
+            ListDelAt,
+            (rand(4, 3), 1),
+            ["x", "p"],
+            False,
+            {"x": {0: "n"}},
+            ((rand(2, 3), -1), (rand(6, 3), 5), (rand(2, 3), 0)),
+        ),
+        Case(
+            "queue_pop",
+            QueuePop,
+            (rand(2, 3), torch.tensor(4)),
+            ["x", "steps"],
+            False,
+            more=((rand(2, 3), torch.tensor(0)), (rand(2, 3), torch.tensor(1))),
+        ),
+        Case(
+            "conditional_append",
+            ConditionalAppend,
+            (rand(5, 3),),
+            ["x"],
+            False,
+            {"x": {0: "n"}},
+            ((rand(1, 3),), (rand(8, 3),)),
+        ),
+        Case(
+            "if_list_lengths",
+            IfListLengths,
+            (rand(2, 3).abs(),),
+            ["x"],
+            False,
+            more=((-rand(2, 3).abs(),),),
+        ),
+        Case(
+            "history_reads",
+            HistoryReads,
+            (rand(4, 3),),
+            ["x"],
+            False,
+            {"x": {0: "n"}},
+            ((rand(1, 3),), (rand(7, 3),)),
+        ),
+        Case(
+            "drop_weakest",
+            DropWeakest,
+            (rand(5, 3), torch.tensor(2)),
+            ["x", "steps"],
+            False,
+            {"x": {0: "n"}},
+            ((rand(3, 3), torch.tensor(0)), (rand(6, 3), torch.tensor(5))),
+        ),
+        Case(
+            "row_differences",
+            RowDifferences,
+            (rand(4, 3),),
+            ["x"],
+            False,
+            {"x": {0: "n"}},
+            ((rand(1, 3),), (rand(6, 3),)),
+        ),
         Case(
             "sum_unbind",
             SumUnbind,

@@ -116,6 +116,21 @@ run_time_reads (float[4,3] x, int64 i, int64 steps) => (float[3] row, float[?,3]
   }>
   grown = ConcatFromSequence<axis = 0, new_axis = 1>(final)
 }""",
+    # what must stay: elements of two shapes cannot be one tensor, and a loop whose list's
+    # elements grow every iteration has neither a scan output nor a tensor to carry
+    "unlike_shapes": """<ir_version: 8, opset_import: ["" : 18]>
+unlike_shapes (float[2,3] a, float[4,3] b, int64 i, int64 steps) => (float[?,3] picked, float[?,3] grown) {
+  s = SequenceConstruct(a, b)
+  picked = SequenceAt(s, i)
+  t = Constant<value = bool {1}>()
+  final = Loop(steps, t, s) <body = body (int64 k, bool c, seq(float[?,3]) l) => (bool co, seq(float[?,3]) lo) {
+    co = Identity(c)
+    prev = SequenceAt(l, k)
+    twice = Concat<axis = 0>(prev, prev)
+    lo = SequenceInsert(l, twice)
+  }>
+  grown = ConcatFromSequence<axis = 0>(final)
+}""",
 }
 
 

@@ -1,7 +1,7 @@
 """Compare what seqpasses' shape inference knows with onnx.shape_inference (data_prop=True).
 
 Usage: python scripts/shape_table.py [MODEL_OR_DIR ...]
-(default: sample_models/ and ../shared/conformance/). Prints a Markdown table: per model, the
+(default: the models at the top of sample_models/ and those of ../shared/conformance/). Prints a Markdown table: per model, the
 values with a known rank, the dims known (a number or a named symbol; ONNX's generated
 ``unk__N`` names count as unknown) and the sequence lengths known, for ONNX and for seqpasses.
 """
@@ -57,12 +57,11 @@ def _our_counts(model: onnx.ModelProto) -> tuple[int, int, int]:
 
 
 def _models(args: list[str]) -> list[Path]:
-    roots = [Path(a) for a in args] or [
-        ROOT / "sample_models",
-        ROOT.parent / "shared" / "conformance",
-    ]
+    if not args:
+        conformance = ROOT.parent / "shared" / "conformance"
+        return sorted((ROOT / "sample_models").glob("*.onnx")) + sorted(conformance.rglob("*.onnx"))
     found: list[Path] = []
-    for root in roots:
+    for root in map(Path, args):
         found.extend([root] if root.is_file() else sorted(root.rglob("*.onnx")))
     return found
 

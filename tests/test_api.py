@@ -60,11 +60,11 @@ def test_passes_compose_in_a_pass_manager() -> None:
 
 def test_report_names_rewrites_and_reasons() -> None:
     model = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
-g (float[2] a, float[2] b, int64 i) => (float[2] y, int64 n) {
+g (float[2] a, float[3] b, int64 i) => (float[?] y, int64 n) {
   s = SequenceConstruct(a, b)
   n = SequenceLength(s)
   y = SequenceAt(s, i)
-}""")
+}""")  # (elements of two shapes: not one tensor either)
     report = seqpasses.Report()
     seqpasses.optimize(model, report=report)
     assert [r.rule for r in report.rewrites] == ["sequence-length"]
@@ -73,6 +73,9 @@ g (float[2] a, float[2] b, int64 i) => (float[2] y, int64 n) {
     assert "consumed by SequenceAt" in reasons["SequenceConstruct"]
     assert report.sequence_ops_before == 3 and report.sequence_ops_after == 2
     assert "sequence ops: 3 -> 2" in report.table()
+
+
+KEPT_SAMPLES = {"unlike_shapes"}  # elements of unlike shapes at run-time positions
 
 
 @pytest.mark.parametrize("path", SAMPLE_FILES, ids=[p.stem for p in SAMPLE_FILES])
@@ -85,7 +88,10 @@ def test_samples_optimize_keep_their_interface_and_are_deterministic(path: Path)
     )
     onnx.checker.check_model(first, full_check=True)
     assert io_signature(first) == io_signature(model)
-    assert sequence_op_count(first) < sequence_op_count(model)
+    if path.stem in KEPT_SAMPLES:  # the sample of what cannot go: nothing is rewritten
+        assert sequence_op_count(first) == sequence_op_count(model)
+    else:
+        assert sequence_op_count(first) < sequence_op_count(model)
     report = seqpasses.verify(model, first)
     assert report.ok, report.mismatch
     assert refold_modified(first) is False

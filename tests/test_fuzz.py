@@ -1,28 +1,31 @@
-"""Property: on random straight-line sequence programs, optimize never changes what the model computes.
+"""Property: on random sequence programs, optimize never changes what the model computes.
 
 CI runs a bounded number of examples; scripts/fuzz.py runs long campaigns.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import onnx
 import onnx_ir as ir
-import onnx_ir.passes.common as common_passes
 from hypothesis import HealthCheck, given, settings
 
 import seqpasses
 from fuzz_programs import loop_programs, nested_programs, programs
+from fuzz_stacked import StackedProgram, carried_programs, stacked_programs
 from helpers import refold_modified, sequence_op_count
+from seqpasses.passes.dead_code import RemoveDeadNodesPass
 
 
 def without_dead_code(model: onnx.ModelProto) -> onnx.ModelProto:
     """The baseline: a node whose result reaches no output is not part of what a model computes."""
     graph = ir.serde.deserialize_model(model)
-    common_passes.RemoveUnusedNodesPass()(graph)
+    RemoveDeadNodesPass()(graph)  # onnx_ir's, repeated for what only a removed If reads
     return ir.serde.serialize_model(graph)
 
 
-def check_program(model: onnx.ModelProto) -> None:
+def check_program(model: onnx.ModelProto, inputs: list[dict[str, Any]] | None = None) -> None:
     try:
         onnx.checker.check_model(model)
         valid = True
@@ -35,7 +38,9 @@ def check_program(model: onnx.ModelProto) -> None:
     assert [o.name for o in optimized.graph.output] == [o.name for o in model.graph.output], text
     assert sequence_op_count(optimized) <= sequence_op_count(model), text
     # a failure at run time must be kept: both fail on it, or both run and agree
-    report = seqpasses.verify(without_dead_code(model), optimized, runs=1, failures="must_match")
+    report = seqpasses.verify(
+        without_dead_code(model), optimized, runs=1, inputs=inputs, failures="must_match"
+    )
     assert report.ok, (
         f"{report.mismatch}\n{onnx.printer.to_text(model)}\n{onnx.printer.to_text(optimized)}"
     )
@@ -58,3 +63,17 @@ def test_random_loops_keep_their_outputs(model: onnx.ModelProto) -> None:
 @given(nested_programs())
 def test_random_nested_control_flow_keeps_its_outputs(model: onnx.ModelProto) -> None:
     check_program(model)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(stacked_programs())
+def test_random_run_time_positions_keep_their_outputs_and_failures(program: StackedProgram) -> None:
+    check_program(program.model, program.inputs)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(carried_programs())
+def test_random_loops_editing_their_list_at_run_time_keep_their_outputs(
+    program: StackedProgram,
+) -> None:
+    check_program(program.model, program.inputs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import onnx
 import pytest
 
@@ -64,3 +65,52 @@ def test_unsqueeze_and_squeeze_forms_are_emitted(opset: int) -> None:
     optimized = seqpasses.optimize(_model(opset))
     ops = {node.op_type for node in all_nodes(optimized)}
     assert {"Split", "Squeeze", "Concat"} <= ops
+
+
+def _run_time_model(opset: int) -> onnx.ModelProto:
+    """Run-time positions and a loop with a run-time trip count that reads and pops its list
+    (a Loop carries sequences from opset 13): every list held as one [n, *E] tensor."""
+    loop = """final = Loop(steps, go, u) <body = body (int64 i, bool c, seq(float) l) => (bool co, seq(float) lo) {
+    co = Identity(c)
+    read = SequenceAt(l, i)
+    popped = SequenceErase(l)
+    twice = Add(read, read)
+    lo = SequenceInsert(popped, twice, i)
+  }>"""
+    if opset < 13:
+        loop = "final = SequenceInsert(u, a, steps)"
+    text = f"""<ir_version: {IR_FOR[opset]}, opset_import: ["" : {opset}]>
+g (float[2,3] a, float[2,3] b, int64 p, int64 steps) => (float[2,3] y, float[?,3] z, int64 n) {{
+  s = SequenceConstruct(a, b, a)
+  t = SequenceInsert(s, b, p)
+  u = SequenceErase(t, p)
+  y = SequenceAt(u, p)
+  n = SequenceLength(u)
+  go = Constant<value = bool {{1}}>()
+  {loop}
+  z = ConcatFromSequence<axis = 0>(final)
+}}"""
+    return onnx.parser.parse_model(text)
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+def test_lists_held_as_one_tensor_at_every_opset(opset: int) -> None:
+    model = _run_time_model(opset)
+    onnx.checker.check_model(model, full_check=True)
+    report = seqpasses.Report()
+    optimized = seqpasses.optimize(model, report=report)
+    onnx.checker.check_model(optimized, full_check=True)
+    assert sequence_op_count(optimized) == 0, [(r.op_type, r.detail) for r in report.left]
+    wanted = "loop-carries-stacked" if opset >= 13 else "stacked-insert"
+    assert wanted in {r.rule for r in report.rewrites}
+    for node in all_nodes(optimized):
+        if node.op_type in ("Unsqueeze", "Squeeze"):
+            assert ("axes" in {a.name for a in node.attribute}) == (opset < 13)
+    # positions in range and out of it, zero to three iterations: results and failures agree
+    inputs = [
+        {"p": np.array(p, dtype=np.int64), "steps": np.array(k, dtype=np.int64)}
+        for p, k in [(0, 0), (1, 1), (-1, 2), (2, 3), (3, 1), (-4, 1)]
+    ]
+    check = seqpasses.verify(model, optimized, inputs=inputs, failures="must_match")
+    assert check.ok, check.mismatch
+    assert check.engines == ["onnx.reference", "onnxruntime"]

@@ -53,6 +53,16 @@ EXPECTED_REWRITES = {
     "ts_nested_append_const": "loop-append-to-scan-output",
     "ts_tensor_split": "split-to-sequence",
     "ts_computed_index": "split-to-sequence",
+    # run-time positions and lengths: the list held as one [n, *E] tensor
+    "ts_list_index_input": "stacked-at",
+    "ts_list_insert_at": "stacked-insert",
+    "ts_list_del_at": "stacked-erase",
+    "ts_queue_pop": "loop-carries-stacked",
+    "ts_conditional_append": "loop-carries-stacked",
+    "ts_if_list_lengths": "if-stacked-lists",
+    "ts_history_reads": "loop-carries-stacked",
+    "ts_drop_weakest": "loop-carries-stacked",
+    "ts_row_differences": "loop-carries-stacked",
 }
 
 

@@ -140,6 +140,8 @@ def _parser() -> argparse.ArgumentParser:
     ins.add_argument("--freeze-inputs", action="store_true")
     ins.add_argument("--strict-spec", action="store_true")
     ins.add_argument("--max-unroll", type=int, default=DEFAULT_MAX_UNROLL, metavar="N")
+    ins.add_argument("--skip", action="append", default=[], metavar="NAME")
+    ins.add_argument("--only", action="append", default=None, metavar="NAME")
     shp = commands.add_parser(
         "shapes", help="print the inferred type and shape of outputs and sequence values"
     )

@@ -19,7 +19,7 @@ import onnx_ir as ir
 
 from seqpasses.core.dims import fill_shape, merge_shapes
 from seqpasses.core.graph import graphs
-from seqpasses.core.sequence import StaticSequence, Unknown
+from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
 from seqpasses.passes.analysis import analyze
 from seqpasses.walk.context import FoldOptions
 
@@ -37,14 +37,16 @@ DimFact = int | str | None
 
 @dataclass(frozen=True)
 class ValueFact:
-    """What is known of one value: kind, dtype, shape, and for a static sequence its elements."""
+    """What is known of one value: kind, dtype, shape, and for a sequence its length (a number,
+    or the name of a dim such as ``n`` for ``x.unbind(0)`` of ``x: [n, 3]``) and, for a static
+    one, each element's shape."""
 
     name: str
     graph: str
     kind: str  # "tensor", "sequence", "optional", or "unknown"
     dtype: str | None
     shape: tuple[DimFact, ...] | None  # for a sequence: the shape all elements share
-    length: int | None = None
+    length: DimFact = None
     value: int | None = None  # an integer scalar known before run time (a SequenceLength)
     element_shapes: tuple[tuple[DimFact, ...] | None, ...] | None = None
 
@@ -99,9 +101,17 @@ def _kind(value: ir.Value) -> str:
     return "unknown"
 
 
-def _apply_sequence_facts(state: dict[ir.Value, StaticSequence | Unknown]) -> None:
-    """Give every static sequence value its sequence type and the shape its elements share."""
+def _apply_sequence_facts(
+    state: dict[ir.Value, StaticSequence | StackedSequence | Unknown],
+) -> None:
+    """Give every static sequence value its sequence type and the shape its elements share
+    (every element of a list held as one tensor has its element shape)."""
     for value, known in state.items():
+        if isinstance(known, StackedSequence) and isinstance(value.type, ir.SequenceType | None):
+            if value.type is None and known.dtype is not None:
+                value.type = ir.SequenceType(ir.TensorType(known.dtype))
+            value.shape = fill_shape(value.shape, known.element)
+            continue
         if not isinstance(known, StaticSequence):
             continue
         if value.type is None or isinstance(value.type, ir.SequenceType):
@@ -155,6 +165,9 @@ def infer_shapes_ir(model: ir.Model) -> tuple[ir.Model, ShapeFacts]:
                 continue
             found = state.get(value)
             static = found if isinstance(found, StaticSequence) else None
+            length: DimFact = None if static is None else len(static)
+            if isinstance(found, StackedSequence):
+                length = _dims(ir.Shape([found.length]))[0]  # type: ignore[index]
             dtype = value.type.dtype if value.type is not None else None
             facts.values.append(
                 ValueFact(
@@ -163,7 +176,7 @@ def infer_shapes_ir(model: ir.Model) -> tuple[ir.Model, ShapeFacts]:
                     kind=_kind(value),
                     dtype=None if dtype is None else dtype.name.lower(),
                     shape=_dims(value.shape),
-                    length=None if static is None else len(static),
+                    length=length,
                     value=analysis.integers.get(value),
                     element_shapes=None
                     if static is None

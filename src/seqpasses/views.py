@@ -73,6 +73,8 @@ def inspect_command(args: argparse.Namespace) -> int:
         strict_spec=args.strict_spec,
         report=report,
         max_unroll=args.max_unroll,
+        skip=args.skip,
+        only=args.only,
     )
     own: dict[str, Rewrite] = {}
     copies: dict[str, list[Rewrite]] = {}

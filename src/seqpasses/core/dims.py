@@ -22,6 +22,7 @@ __all__ = [
     "merge_shapes",
     "same_dim",
     "same_shape",
+    "shape_text",
 ]
 
 Dim = int | ir.SymbolicDim
@@ -29,18 +30,37 @@ Dim = int | ir.SymbolicDim
 _TERM = re.compile(r"^(?:(\d+)\*)?([A-Za-z_][A-Za-z0-9_]*|\([^()]*\))$")
 
 
+def _signed_parts(name: str) -> list[tuple[int, str]]:
+    """``n-1+2*m`` -> ``[(1, "n"), (-1, "1"), (1, "2*m")]``: split at top-level signs."""
+    parts: list[tuple[int, str]] = []
+    depth, sign, start = 0, 1, 0
+    for index, char in enumerate(name):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char in "+-" and depth == 0 and name[start:index].strip():
+            parts.append((sign, name[start:index].strip()))
+            sign, start = (1 if char == "+" else -1), index + 1
+        elif char in "+-" and depth == 0:  # a leading sign
+            sign, start = (sign if char == "+" else -sign), index + 1
+    parts.append((sign, name[start:].strip()))
+    return parts
+
+
 def _parse(name: str) -> Counter[str] | None:
     """Parse a linear expression we may have written earlier; ``None`` when not one."""
     terms: Counter[str] = Counter()
-    for raw in name.split("+"):
-        part = raw.strip()
+    for sign, part in _signed_parts(name):
         if part.isdigit():
-            terms[""] += int(part)
+            terms[""] += sign * int(part)
             continue
+        if sign < 0:  # only numbers are subtracted: ``seq-len`` is one name
+            return None
         match = _TERM.match(part)
         if match is None:
             return None
-        terms[match.group(2)] += int(match.group(1) or 1)
+        terms[match.group(2)] += sign * int(match.group(1) or 1)
     return terms
 
 
@@ -58,12 +78,16 @@ def _terms_of(dim: Dim) -> Counter[str] | None:
 
 def _format(terms: Counter[str]) -> Dim:
     constant = terms.pop("", 0)
-    parts = [name if k == 1 else f"{k}*{name}" for name, k in sorted(terms.items()) if k]
+    parts = [
+        (k, name if abs(k) == 1 else f"{abs(k)}*{name}") for name, k in sorted(terms.items()) if k
+    ]
     if not parts:
         return constant
     if constant:
-        parts.append(str(constant))
-    return ir.SymbolicDim("+".join(parts))
+        parts.append((constant, str(abs(constant))))
+    text = ("-" if parts[0][0] < 0 else "") + parts[0][1]
+    text += "".join(("-" if k < 0 else "+") + part for k, part in parts[1:])
+    return ir.SymbolicDim(text)
 
 
 def add_dims(dims: list[Dim]) -> Dim:
@@ -157,3 +181,10 @@ def merge_shapes(shapes: list[ir.Shape | None]) -> ir.Shape | None:
         same = all(same_dim(d, first) for d in column)
         dims.append(first if same else ir.SymbolicDim(None))
     return ir.Shape(dims)
+
+
+def shape_text(shape: ir.Shape | None) -> str:
+    """``[2,N,3]``, or ``?`` for an unknown shape."""
+    if shape is None:
+        return "?"
+    return "[" + ",".join("?" if getattr(d, "value", 0) is None else str(d) for d in shape) + "]"

@@ -96,8 +96,11 @@ class Emitter:
         key = (id(self.graph), tuple(values))
         cached = self.owner.constants.get(key)
         if cached is None:
-            cached = self.constant(np.array(list(values), dtype=np.int64))
-            if self.anchor is not None:
+            # at the end of the graph: made at its start instead, so that later uses share it
+            first = next(iter(self.graph), None) if self.anchor is None else self.anchor
+            maker = Emitter(self.graph, first, self.opset, self.owner)
+            cached = maker.constant(np.array(list(values), dtype=np.int64))
+            if first is not None:
                 self.owner.constants[key] = cached
         return cached
 

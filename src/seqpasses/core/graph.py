@@ -30,6 +30,7 @@ __all__ = [
     "rebuild",
     "subgraph_path",
     "subgraphs",
+    "unique_value_names",
 ]
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -108,6 +109,43 @@ def all_nodes(model: ir.Model) -> Iterator[ir.Node]:
     yield from ir.traversal.RecursiveGraphIterator(model.graph)
     for function in model.functions.values():
         yield from ir.traversal.RecursiveGraphIterator(function)
+
+
+def _nested_graphs(graph: ir.Graph | ir.Function) -> list[ir.Graph]:
+    return [
+        inner for node in ir.traversal.RecursiveGraphIterator(graph) for _, inner in subgraphs(node)
+    ]
+
+
+def unique_value_names(model: ir.Model) -> None:
+    """Make every value name unique across the main graph and all its subgraphs (and within
+    each function): ONNX Runtime rejects a subgraph value named like one of an enclosing graph
+    even when that one comes later (onnx_ir's NameFixPass only sees earlier ones). The main
+    graph's inputs and outputs keep their names."""
+    tops: list[ir.Graph | ir.Function] = [model.graph, *model.functions.values()]
+    for top in tops:
+        used: set[str] = set()
+        seen: set[ir.Value] = set()
+        first = [*top.inputs, *top.outputs]
+        if isinstance(top, ir.Graph):
+            first.extend(top.initializers.values())
+        values = first + [out for node in top for out in node.outputs]
+        for inner in _nested_graphs(top):
+            values.extend(inner.inputs)
+            values.extend(inner.initializers.values())
+            values.extend(out for node in inner for out in node.outputs)
+        for value in values:
+            if value in seen:
+                continue
+            seen.add(value)
+            name = value.name or "v"
+            if name in used and value not in first:
+                k = 1
+                while f"{name}__{k}" in used:
+                    k += 1
+                name = f"{name}__{k}"
+                value.name = name
+            used.add(name)
 
 
 def detach(nodes: Iterable[ir.Node]) -> None:

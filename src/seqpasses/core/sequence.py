@@ -1,8 +1,9 @@
 """The abstract value of a sequence, and ONNX's position rules in one place.
 
-Every sequence-typed value is, as far as seqpasses knows, either a
-:class:`StaticSequence` (an ordered list of tensor values that exist in the graph)
-or :class:`Unknown` with the :class:`Reason` why.  The list operations here are pure: they
+Every sequence-typed value is, as far as seqpasses knows, a :class:`StaticSequence` (an
+ordered list of tensor values that exist in the graph), a :class:`StackedSequence` (one
+tensor ``[n, *E]`` holding elements of one shape, its length and positions known only at run
+time), or :class:`Unknown` with the :class:`Reason` why.  The list operations here are pure: they
 return new sequences, or raise :class:`PositionError` with a reason when the ONNX
 spec would fail at run time, so that callers leave the node alone.
 """
@@ -17,6 +18,7 @@ __all__ = [
     "REASON_KINDS",
     "PositionError",
     "Reason",
+    "StackedSequence",
     "StaticSequence",
     "Unknown",
     "normalize_at_position",
@@ -82,11 +84,41 @@ class StaticSequence:
         return self.elements[normalize_at_position(position, len(self))]
 
 
+Dim = int | ir.SymbolicDim
+
+
+@dataclass(frozen=True)
+class StackedSequence:
+    """A sequence held as one tensor ``tensor`` of shape ``[length, *element]``: element ``i``
+    is ``tensor[i]``. Every element provably has dtype ``dtype`` and shape ``element``
+    (numbers, or the same named dims); the length may be known only at run time, and is then
+    at least ``at_least``. ``checked``: the tensor holds a run-time check of a position (an
+    edit that fails out of range, as the original does), so its length, even when a number,
+    is read off the tensor and not folded away with the check."""
+
+    tensor: ir.Value
+    length: Dim  # a number, or a symbolic dim (unnamed when nothing names it)
+    element: ir.Shape
+    dtype: ir.DataType | None
+    at_least: int = 0
+    checked: bool = False
+
+    def shape(self) -> ir.Shape:
+        return ir.Shape([self.length, *self.element])
+
+    @property
+    def least(self) -> int:
+        """The fewest elements it can have."""
+        return self.length if isinstance(self.length, int) else self.at_least
+
+
 REASON_KINDS: dict[str, str] = {
     "run-time-value": "a position, trip count or size known only at run time",
     "bad-value": "a position or size of the wrong type or element count",
     "out-of-range": "a position or axis outside what the spec accepts: left to fail as before",
     "run-time-failure": "an op that fails at run time as it is (empty concat, mismatched shapes)",
+    "unlike-elements": "a list whose elements are not provably of one dtype and shape, where "
+    "a run-time position or length would need it held as one tensor",
     "unknown-sequence": "a sequence that is a graph input, a body input, or comes from an op "
     "that is not statically known",
     "unknown-shape": "a rank or dim the rewrite needs is not known",

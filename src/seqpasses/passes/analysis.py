@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import onnx_ir as ir
 
-from seqpasses.core.sequence import StaticSequence, Unknown
+from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
 from seqpasses.passes.walk import main_opset
 from seqpasses.report import Report
 from seqpasses.transfer.table import DRY_TABLE
@@ -20,7 +20,7 @@ __all__ = ["Analysis", "analyze"]
 class Analysis:
     """What the walk learned: each sequence value's abstract value, and integers it folded."""
 
-    sequences: dict[ir.Value, StaticSequence | Unknown]
+    sequences: dict[ir.Value, StaticSequence | StackedSequence | Unknown]
     integers: dict[ir.Value, int]
 
 

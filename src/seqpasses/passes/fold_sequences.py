@@ -5,7 +5,7 @@ from __future__ import annotations
 import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
 
-from seqpasses.core.graph import all_nodes
+from seqpasses.core.graph import all_nodes, unique_value_names
 from seqpasses.passes.dead_code import RemoveDeadNodesPass
 from seqpasses.passes.inline_functions import fold_with_functions_inlined, sequence_functions
 from seqpasses.passes.record_left import RecordLeftPass
@@ -57,11 +57,13 @@ class FoldSequencesPass(ir.passes.InPlacePass):
         walk(model)
         RepairShapesPass(walk.walker)(model)
         RemoveDeadNodesPass()(model)
+        walk.walker.edits.drop_unused()
         created = walk.walker.edits.created
         if created:
             # onnx_ir names new values per graph ("val_0"), which can repeat a name of an
             # enclosing graph; ONNX wants names unique across nested scopes.
             common_passes.NameFixPass()(model)
+            unique_value_names(model)
         RecordLeftPass(walk.walker, report)(model)
         survivors = sum(1 for node in all_nodes(model) if node not in created)
         return walk.walker.edits.rewrote or survivors != before

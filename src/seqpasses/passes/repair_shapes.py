@@ -2,20 +2,20 @@
 
 Where seqpasses follows ONNX Runtime and squeezes the chunks of a scalar split of 1 with
 ``keepdims=0`` (what PyTorch computed), an exporter that followed the spec declared the
-elements (and what depends on them) with the axis kept. Each value that depends on a diverged
-one is inferred again; a declared shape the result contradicts gets the computed one, and the
-report's notes say so. Through a Loop body's or If branch's outputs the repair reaches the
-node's own outputs.
+elements (and what depends on them) with the axis kept; and a value that replaced one whose
+declared shape it contradicts (an exporter's guess) reaches ops declared for the guess. Each
+value that depends on such a diverged one is inferred again; a declared shape the result
+contradicts gets the computed one, and the report's notes say so. Through a Loop body's or If
+branch's outputs the repair reaches the node's own outputs.
 """
 
 from __future__ import annotations
 
 import onnx_ir as ir
 
-from seqpasses.core.dims import contradicts, merge_shapes
+from seqpasses.core.dims import contradicts, merge_shapes, shape_text
 from seqpasses.core.graph import is_default
 from seqpasses.core.shapes import ShapeOracle
-from seqpasses.walk.edits import shape_text
 from seqpasses.walk.walker import Walker
 
 __all__ = ["RepairShapesPass"]
@@ -52,8 +52,8 @@ class RepairShapesPass(ir.passes.InPlacePass):
                         continue
                     if out.shape is not None:
                         edits.note(
-                            f"'{out.name}': declared shape {shape_text(out.shape)} follows the "
-                            f"spec's SplitToSequence; computed {shape_text(shape)} is declared"
+                            f"'{out.name}': declared shape {shape_text(out.shape)} contradicts "
+                            f"what the rewritten graph computes; {shape_text(shape)} is declared"
                         )
                     out.type = out.type or type_
                     out.shape = shape
@@ -92,8 +92,8 @@ class RepairShapesPass(ir.passes.InPlacePass):
                 continue
             computed = "computed " + shape_text(shape) if shape is not None else "no shape"
             self.walker.edits.note(
-                f"'{out.name}': declared shape {shape_text(out.shape)} follows the spec's "
-                f"SplitToSequence; {computed} is declared"
+                f"'{out.name}': declared shape {shape_text(out.shape)} contradicts what the "
+                f"rewritten graph computes; {computed} is declared"
             )
             out.shape = shape
             changed.append(out)

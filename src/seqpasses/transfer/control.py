@@ -20,8 +20,11 @@ from collections.abc import Mapping
 import numpy as np
 import onnx_ir as ir
 
-from seqpasses.core.graph import drop_subgraphs, rebuild
-from seqpasses.core.sequence import StaticSequence
+from seqpasses.core.dims import same_shape
+from seqpasses.core.graph import drop_subgraphs, rebuild, subgraph_path
+from seqpasses.core.sequence import StackedSequence, StaticSequence
+from seqpasses.transfer.rows import empty_rows
+from seqpasses.transfer.stacked import stacked_of
 from seqpasses.walk.context import Context, Entry, Scope
 from seqpasses.walk.facts import Reason
 
@@ -115,27 +118,84 @@ def _branch_outputs(body: ir.Graph, values: list[ir.Value]) -> list[ir.Value]:
     return result
 
 
+def _stacked_pair(
+    ctx: Context, node: ir.Node, scope: Scope, k: int, branches: tuple[ir.Graph, ir.Graph]
+) -> tuple[StackedSequence, StackedSequence] | None:
+    """Output ``k``'s lists from both branches as one tensor each (lengths may differ), when
+    their elements share one dtype and shape; None when they cannot be."""
+    if "stacked" in ctx.options.disabled:
+        return None
+    values = [ctx.facts.values.get(b.outputs[k]) for b in branches]
+    if not all(isinstance(v, StaticSequence | StackedSequence) for v in values):
+        return None
+    scopes = [
+        scope.inner(b, subgraph_path(scope.path, node, attr))
+        for b, attr in zip(branches, ("then_branch", "else_branch"), strict=True)
+    ]
+    known = [v for v in values if not (isinstance(v, StaticSequence) and not v.elements)]
+    if not known:
+        return None  # both empty: nothing says what an element is
+    pairs: list[StackedSequence] = []
+    for value, branch, inner in zip(values, branches, scopes, strict=True):
+        if isinstance(value, StaticSequence) and not value.elements:
+            pairs.append(None)  # type: ignore[arg-type]
+            continue
+        st = stacked_of(ctx, branch.outputs[k], inner, None)
+        if isinstance(st, Reason):
+            return None
+        pairs.append(st)
+    model = next(p for p in pairs if p is not None)
+    for b, (st, inner) in enumerate(zip(pairs, scopes, strict=True)):
+        if st is None:  # the empty branch: no rows of the other's element shape
+            emit = ctx.edits.emitter(inner, None)
+            outer = _outer_element(values[1 - b], branches[1 - b])
+            empty = empty_rows(emit, model.element, model.dtype, outer)
+            if empty is None:
+                return None
+            pairs[b] = StackedSequence(empty, 0, model.element, model.dtype)
+    first, second = pairs
+    if not same_shape(first.element, second.element) or first.dtype != second.dtype:
+        return None
+    return first, second
+
+
+def _outer_element(value: object, branch: ir.Graph) -> ir.Value | None:
+    """An element of a static list ``value`` (of ``branch``) made outside ``branch``: the
+    other branch can read it."""
+    if not isinstance(value, StaticSequence):
+        return None
+    return next((e for e in value.elements if e.graph is not branch), None)
+
+
 def _if_static_sequences(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     """Run-time condition: sequence outputs static in both branches with one length become
-    one tensor output per element, so what reads them can be lowered."""
+    one tensor output per element, so what reads them can be lowered; lists of one element
+    shape but different lengths (or held as one tensor) become one tensor ``[n, *E]``."""
     then_attr, else_attr = node.attributes.get("then_branch"), node.attributes.get("else_branch")
     if then_attr is None or else_attr is None:
         return False
     branches = (then_attr.as_graph(), else_attr.as_graph())
     converted: dict[int, tuple[StaticSequence, StaticSequence]] = {}
+    stacked: dict[int, tuple[StackedSequence, StackedSequence]] = {}
     for k in range(len(node.outputs)):
         pair = (ctx.facts.static(branches[0].outputs[k]), ctx.facts.static(branches[1].outputs[k]))
         if pair[0] is None or pair[1] is None or len(pair[0]) != len(pair[1]):
+            found = _stacked_pair(ctx, node, scope, k, branches)
+            if found is not None:
+                stacked[k] = found
             continue
         for value in (*pair[0].elements, *pair[1].elements):
             scope.shapes.shape(value)  # types for the new If outputs
         converted[k] = (pair[0], pair[1])
-    if not converted:
+    if not converted and not stacked:
         return False
     for b, branch in enumerate(branches):
         outputs: list[ir.Value] = []
         for k, out in enumerate(list(branch.outputs)):
-            outputs.extend(converted[k][b].elements if k in converted else [out])
+            if k in converted:
+                outputs.extend(converted[k][b].elements)
+            else:
+                outputs.append(stacked[k][b].tensor if k in stacked else out)
         outputs = _branch_outputs(branch, outputs)
         while len(branch.outputs):
             branch.outputs.pop()
@@ -156,12 +216,26 @@ def _if_static_sequences(ctx: Context, node: ir.Node, scope: Scope) -> bool:
                 element.shape = in_then.shape if in_then.shape == in_else.shape else None
             ctx.facts.values[old] = StaticSequence(tuple(elements), first.dtype or second.dtype)
             index += len(first)
+            continue
+        out = new.outputs[index]
+        if k in stacked:
+            one, other = stacked[k]
+            length = one.length if one.length == other.length else ir.SymbolicDim(None)
+            dtype = one.dtype or other.dtype
+            out.type = ir.TensorType(dtype) if dtype is not None else None
+            out.shape = ir.Shape([length, *one.element])
+            least, checked = min(one.least, other.least), one.checked or other.checked
+            held = StackedSequence(out, length, one.element, dtype, least, checked)
+            ctx.facts.values[old] = held
         else:
-            new.outputs[index].type, new.outputs[index].shape = old.type, old.shape
-            ctx.edits.replace(old, new.outputs[index], scope)
-            index += 1
-    detail = f"{len(converted)} sequence output(s) as tensors"
-    return ctx.edits.applied("if-static-sequences", node, detail)
+            out.type, out.shape = old.type, old.shape
+            ctx.edits.replace(old, out, scope)
+        index += 1
+    detail = f"{len(converted)} sequence output(s) as tensors" if converted else ""
+    if stacked:
+        detail += ("; " if detail else "") + f"{len(stacked)} as one [n, *E] tensor each"
+    rule = "if-static-sequences" if converted else "if-stacked-lists"
+    return ctx.edits.applied(rule, node, detail)
 
 
 def _if(ctx: Context, node: ir.Node, scope: Scope) -> bool:
@@ -309,6 +383,11 @@ RULES: dict[str, tuple[str, str]] = {
     "if-static-sequences": (
         "if-inline",
         "If whose branches yield static sequences of one length -> their elements as tensors",
+    ),
+    "if-stacked-lists": (
+        "stacked",
+        "If whose branches yield lists of one element shape but different lengths -> one "
+        "[n, *E] tensor from each branch",
     ),
     "sequence-map-inline": (
         "sequence-map",

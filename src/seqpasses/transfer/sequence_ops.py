@@ -15,15 +15,20 @@ Nothing is rewritten that cannot be proven: each transfer leaves with a reason i
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import onnx_ir as ir
 
-from seqpasses.core.sequence import PositionError, StaticSequence
+from seqpasses.core.graph import is_default
+from seqpasses.core.sequence import PositionError, StackedSequence, StaticSequence
 from seqpasses.core.shapes import ShapeOracle
-from seqpasses.transfer import unit_split
+from seqpasses.transfer import stacked, unit_split
 from seqpasses.transfer.common import concat_new_axis, follows_ort, position
 from seqpasses.walk.context import Context, Entry, Scope
 from seqpasses.walk.facts import Reason
+
+Transfer = Callable[[Context, ir.Node, Scope, Reason], bool]
 
 __all__ = ["RULES", "TABLE"]
 
@@ -51,8 +56,8 @@ def _sequence_insert(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     if seq is None:
         return ctx.facts.leave(node, ctx.facts.why_unknown(node.inputs[0]))
     where, why = position(ctx, node, 2)
-    if why is not None:
-        return ctx.facts.leave(node, why)
+    if why is not None:  # a run-time position: the list as one tensor [n, *E]
+        return _as_stacked(ctx, node, scope, why, stacked.insert)
     tensor = node.inputs[1]
     if tensor is None:
         return ctx.facts.leave(node, Reason("invalid", "SequenceInsert without a tensor"))
@@ -68,13 +73,21 @@ def _sequence_erase(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     if seq is None:
         return ctx.facts.leave(node, ctx.facts.why_unknown(node.inputs[0]))
     where, why = position(ctx, node, 1)
-    if why is not None:
-        return ctx.facts.leave(node, why)
+    if why is not None:  # a run-time position: the list as one tensor [n, *E]
+        return _as_stacked(ctx, node, scope, why, stacked.erase)
     try:
         ctx.facts.values[node.outputs[0]] = seq.erase(where)
     except PositionError as error:
         return ctx.facts.leave(node, _out_of_range(error))
     return True
+
+
+def _as_stacked(ctx: Context, node: ir.Node, scope: Scope, why: Reason, rewrite: Transfer) -> bool:
+    """Hold the list as one tensor [n, *E] for a run-time position, or leave ``node`` with
+    ``why`` when that is switched off (``--skip stacked``)."""
+    if "stacked" in ctx.options.disabled:
+        return ctx.facts.leave(node, why)
+    return rewrite(ctx, node, scope, why)
 
 
 def _identity(ctx: Context, node: ir.Node, scope: Scope) -> bool:
@@ -91,7 +104,9 @@ def _sequence_at(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     if why is not None or where is None:
         if unit_split.read_at(ctx, node, scope):  # a run-time position of torch.unbind's list
             return True
-        return ctx.facts.leave(node, why or Reason("invalid", "SequenceAt without a position"))
+        if why is None:
+            return ctx.facts.leave(node, Reason("invalid", "SequenceAt without a position"))
+        return _as_stacked(ctx, node, scope, why, stacked.at)
     try:
         element = ctx.edits.current(seq.at(where))
     except PositionError as error:
@@ -236,7 +251,43 @@ def _run_time_split_count(ctx: Context, node: ir.Node, scope: Scope) -> int | st
     return shape[0]
 
 
+_READS = frozenset(
+    {
+        "SequenceAt",
+        "SequenceLength",
+        "ConcatFromSequence",
+        "SequenceInsert",
+        "SequenceErase",
+        "SequenceMap",
+        "Identity",
+        "Optional",
+    }
+)
+
+
+def _written_back(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+    """Whether ``node`` is how a list held as one tensor is written back as a sequence
+    (``SplitToSequence(S, axis=0, keepdims=0)``) for uses that need a sequence as it is: it is
+    then that list, and stays (a second run changes nothing)."""
+    data, out = node.inputs[0], node.outputs[0]
+    if (
+        data is None
+        or len(node.inputs) > 1
+        or node.attributes.get_int("axis", 0) != 0
+        or node.attributes.get_int("keepdims", 1) != 0
+        or any(use.node.op_type in _READS and is_default(use.node) for use in out.uses())
+    ):
+        return False
+    shape = scope.shapes.shape(data)
+    if shape is None or len(shape) == 0:
+        return False
+    ctx.facts.values[out] = StackedSequence(data, shape[0], ir.Shape(list(shape)[1:]), data.dtype)
+    return True
+
+
 def _split_to_sequence(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+    if _written_back(ctx, node, scope):
+        return True
     data = node.inputs[0]
     shape = scope.shapes.shape(data) if data is not None else None
     if data is None or shape is None:

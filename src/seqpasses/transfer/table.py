@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from seqpasses.transfer import control, loops, sequence_ops, unit_split
+from seqpasses.transfer import control, loops, sequence_ops, stacked, unit_split
 from seqpasses.walk.context import Entry
 
 __all__ = ["DRY_TABLE", "GROUPS", "RULES", "TABLE", "Rule", "merge", "select_rewrites"]
@@ -28,6 +28,8 @@ GROUPS: dict[str, str] = {
     "a sequence",
     "function-inline": "inline model-local functions whose sequences cross their boundary, "
     "when that leaves fewer sequence ops",
+    "stacked": "hold a list whose length or positions are known only at run time, and whose "
+    "elements share one shape, as one tensor [n, *E]",
 }
 """The rewrite groups a caller can switch off by name (``--skip`` / ``--only``)."""
 
@@ -64,7 +66,7 @@ def _rules(*families: Mapping[str, tuple[str, str]]) -> dict[str, Rule]:
     return rules
 
 
-TABLE = merge(sequence_ops.TABLE, unit_split.TABLE, control.TABLE, loops.TABLE)
+TABLE = merge(sequence_ops.TABLE, unit_split.TABLE, stacked.TABLE, control.TABLE, loops.TABLE)
 """The table of a real walk."""
 
 DRY_TABLE = {key: entry for key, entry in TABLE.items() if entry.dry}
@@ -73,6 +75,7 @@ DRY_TABLE = {key: entry for key, entry in TABLE.items() if entry.dry}
 RULES: dict[str, Rule] = _rules(
     sequence_ops.RULES,
     unit_split.RULES,
+    stacked.RULES,
     control.RULES,
     loops.RULES,
     {

@@ -20,6 +20,7 @@ import numpy as np
 import onnx_ir as ir
 
 from seqpasses.core.graph import is_default
+from seqpasses.core.sequence import Reason
 from seqpasses.transfer.common import concat_new_axis, follows_ort
 from seqpasses.walk.context import Context, Entry, Scope
 
@@ -171,6 +172,12 @@ def _concat_from_sequence(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     new_axis = concat_new_axis(ctx, node)
     if new_axis is None:
         return False
+    found = find(ctx, node.inputs[0], scope)
+    if found is not None:
+        shape = scope.shapes.shape(found[0])
+        if shape is not None and shape[found[1]] == 0:  # provably no chunk at all
+            text = "ConcatFromSequence of an empty sequence fails at run time; left as is"
+            return ctx.facts.leave(node, Reason("run-time-failure", text))
     if _restack(ctx, node, scope, new_axis):
         return True
     return ctx.facts.leave(node, ctx.facts.why_unknown(node.inputs[0]))

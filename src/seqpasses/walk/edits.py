@@ -9,70 +9,21 @@ behind shape inference): there it records what a rewrite would give and changes 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
 
 import onnx_ir as ir
 
-from seqpasses.core.dims import contradicts, fill_shape
+from seqpasses.core.dims import contradicts, fill_shape, shape_text
 from seqpasses.core.emit import Emitter
 from seqpasses.core.graph import detach, drop_subgraphs, is_default, nested_nodes
-from seqpasses.core.sequence import StaticSequence, Unknown
+from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
 from seqpasses.report import SEQUENCE_OPS, Report, Rewrite
 from seqpasses.walk.facts import Facts, Reason
 from seqpasses.walk.scope import Scope
+from seqpasses.walk.trial import Checkpoint, CreatedNodes, live_nodes
 
-__all__ = ["Checkpoint", "CreatedNodes", "Edits", "shape_text"]
-
-
-def shape_text(shape: ir.Shape | None) -> str:
-    return "[" + ",".join(str(d) for d in shape) + "]" if shape is not None else "?"
-
-
-class CreatedNodes:
-    """The nodes a walk created, in creation order (a rollback removes a suffix of them)."""
-
-    def __init__(self) -> None:
-        self.order: list[ir.Node] = []
-        self._members: set[ir.Node] = set()
-
-    def add(self, node: ir.Node) -> None:
-        if node not in self._members:
-            self._members.add(node)
-            self.order.append(node)
-
-    def update(self, nodes: Iterable[ir.Node]) -> None:
-        for node in nodes:
-            self.add(node)
-
-    def __contains__(self, node: object) -> bool:
-        return node in self._members
-
-    def __len__(self) -> int:
-        return len(self.order)
-
-    def __iter__(self) -> Iterator[ir.Node]:
-        return iter(self.order)
-
-    def truncate(self, length: int) -> list[ir.Node]:
-        """Forget the nodes created after the first ``length``; return them."""
-        dropped = self.order[length:]
-        del self.order[length:]
-        self._members.difference_update(dropped)
-        return dropped
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    """Where the records stood before a speculative rewrite (see :meth:`Edits.rollback`)."""
-
-    created: int
-    rewrites: int
-    notes: int
-    diverged: int
-    initializers: int
-    rewrote: bool
+__all__ = ["Edits"]
 
 
 class Edits:
@@ -91,11 +42,15 @@ class Edits:
         # values whose shape departs from what the spec (and so an exporter's declared shapes
         # downstream) says: SplitToSequence chunks squeezed as ONNX Runtime and PyTorch do
         self.diverged: list[ir.Value] = []
+        self.pending: list[tuple[Rewrite, ir.Node, bool]] = []  # computed(), written_back()
         # caches the Emitter keeps here (its Owner): shared constants, undoable squeezes
         self.constants: dict[tuple[int, tuple[int, ...]], ir.Value] = {}
         self.squeezed: dict[ir.Value, tuple[ir.Value, int]] = {}
         self.split_axis: dict[ir.Node, int] = {}
         self.materialized: dict[tuple[int, tuple[ir.Value, ...], Any], ir.Value] = {}
+        self.stacks: dict[
+            tuple[int, tuple[ir.Value, ...]], ir.Value
+        ] = {}  # static lists as [n, *E]
         self.counter = 0
 
     # -- building ------------------------------------------------------------------------
@@ -114,6 +69,36 @@ class Edits:
             Rewrite(rule, node.name or "", node.op_type, self.facts.paths.get(node, ""), detail)
         )
         return True
+
+    def computed(self, rule: str, node: ir.Node, detail: str = "") -> bool:
+        """Record a rewrite whose effect depends on what reads ``node``'s result: a list held
+        as one tensor takes effect when its readers are rewritten (``node`` then dies). It
+        counts only if ``node`` is gone after dead-code removal (:meth:`drop_unused`)."""
+        path = self.facts.paths.get(node, "")
+        rewrite = Rewrite(rule, node.name or "", node.op_type, path, detail)
+        self.report.rewrites.append(rewrite)
+        self.pending.append((rewrite, node, False))
+        return True
+
+    def written_back(self, made: ir.Node, rewrite: Rewrite) -> None:
+        """Record ``rewrite``, made by writing ``made``: it counts only if ``made`` is still in
+        the graph after dead-code removal (a later rewrite may have made it unneeded)."""
+        self.rewrote = True
+        self.report.rewrites.append(rewrite)
+        self.pending.append((rewrite, made, True))
+
+    def drop_unused(self) -> None:
+        """Forget the recorded rewrites that did not take effect: a node whose new form nothing
+        read is still there, or a node written for a reader is gone."""
+        void = {id(r) for r, node, made in self.pending if (node.graph is not None) != made}
+        if void:
+            self.report.rewrites[:] = [r for r in self.report.rewrites if id(r) not in void]
+        self.pending.clear()
+
+    def applied_output(self, rule: str, value: ir.Value, scope: Scope, detail: str) -> None:
+        """Record a rewrite of a value rather than a node (a graph output written back)."""
+        self.rewrote = True
+        self.report.rewrites.append(Rewrite(rule, value.name or "", "output", scope.path, detail))
 
     def note(self, text: str) -> None:
         self.report.notes.append(text)
@@ -168,6 +153,8 @@ class Edits:
             else:
                 target = new if fresh else self.emitter(scope, None).identity(new)
             self._take_output_slot(scope, index, old, target)
+        if contradicts(old.shape, new.shape):  # what reads it was declared for the old shape
+            self.diverged.append(new)
         old.replace_all_uses_with(new)
         self.forwarded[old] = new
 
@@ -203,10 +190,20 @@ class Edits:
 
     # -- canonical sequences -------------------------------------------------------------
 
-    def is_canonical(self, value: ir.Value, seq: StaticSequence) -> bool:
+    def is_canonical(self, value: ir.Value, seq: StaticSequence | StackedSequence) -> bool:
         producer = value.producer()
         if producer is None or not is_default(producer):
             return False
+        if producer.op_type == "Identity" and producer.inputs and producer.inputs[0] is not None:
+            return self.is_canonical(producer.inputs[0], seq)  # (an If branch returning it)
+        if isinstance(seq, StackedSequence):
+            return (
+                producer.op_type == "SplitToSequence"
+                and producer.inputs[0] is seq.tensor
+                and len(producer.inputs) == 1
+                and producer.attributes.get_int("axis", 0) == 0
+                and producer.attributes.get_int("keepdims", 1) == 0
+            )
         if producer.op_type == "SequenceConstruct":
             return len(seq) > 0 and tuple(producer.inputs) == seq.elements
         return producer.op_type == "SequenceEmpty" and len(seq) == 0
@@ -236,14 +233,93 @@ class Edits:
             self.materialized[key] = value
         return value
 
+    def stack(self, seq: StaticSequence, scope: Scope, anchor: ir.Node | None) -> ir.Value:
+        """A static list of elements of one shape as one tensor ``[n, *E]``: its elements
+        unsqueezed and concatenated (built once per graph)."""
+        key = (id(scope.graph), seq.elements)
+        if key in self.stacks:
+            return self.stacks[key]
+        emit = self.emitter(scope, anchor)
+        made: dict[ir.Value, ir.Value] = {}  # an element listed twice is unsqueezed once
+        for e in seq.elements:
+            if e not in made:
+                made[e] = emit.unsqueeze(self.current(e), 0)
+        rows = [made[e] for e in seq.elements]
+        value = rows[0] if len(rows) == 1 else emit.concat(rows, 0)
+        self.stacks[key] = value
+        return value
+
+    def materialize_stacked(
+        self,
+        st: StackedSequence,
+        scope: Scope,
+        anchor: ir.Node | None,
+        like: ir.Value,
+        output: bool = False,
+    ) -> ir.Value:
+        """A list held as ``[n, *E]`` written back as a sequence: ``SplitToSequence`` of the
+        tensor on axis 0 into squeezed rows; of a known ``n``, its rows as a static list (what
+        a second run would make of that split), but for a graph ``output`` whose tensor holds
+        a run-time check (an If returning it must stay one tensor, whose length reads the
+        rows) and for no rows at all (nothing would hold the check)."""
+        if isinstance(st.length, int) and not (st.checked and (output or not st.length)):
+            return self.materialize(self.unstacked(st, scope, anchor), scope, anchor, like)
+        emit = self.emitter(scope, anchor)
+        value = emit.op("SplitToSequence", [st.tensor], axis=0, keepdims=0)
+        value.type = like.type if isinstance(like.type, ir.SequenceType) else None
+        if value.type is None and st.dtype is not None:
+            value.type = ir.SequenceType(ir.TensorType(st.dtype))
+        self.facts.values[value] = st
+        producer = value.producer()
+        if producer is not None:
+            self.facts.paths[producer] = scope.path
+            self.canonical.add(producer)
+        return value
+
+    def unstacked(
+        self, st: StackedSequence, scope: Scope, anchor: ir.Node | None
+    ) -> StaticSequence:
+        """A list held as ``[n, *E]`` of a known ``n`` as a static list: its rows, split and
+        squeezed."""
+        assert isinstance(st.length, int)
+        emit = self.emitter(scope, anchor)
+        if st.length == 0:
+            return StaticSequence((), st.dtype)
+        rows = emit.split(st.tensor, 0, [1] * st.length) if st.length > 1 else [st.tensor]
+        return StaticSequence(tuple(emit.squeeze(row, 0) for row in rows), st.dtype)
+
+    def _as_sequence(
+        self, value: ir.Value, scope: Scope, anchor: ir.Node | None, like: ir.Value
+    ) -> ir.Value | None:
+        """``value`` written back as a sequence when its abstract value is not one already
+        (None when it needs nothing)."""
+        known = self.facts.values.get(value)
+        if isinstance(known, StaticSequence) and not self.is_canonical(value, known):
+            return self.materialize(known, scope, anchor, like)
+        if isinstance(known, StackedSequence) and not self.is_canonical(value, known):
+            return self.materialize_stacked(known, scope, anchor, like)
+        return None
+
     def fallback(self, node: ir.Node, scope: Scope) -> None:
         """An op that needs its sequence inputs as sequences: give it them in canonical form."""
         for index, value in enumerate(() if self.dry else node.inputs):
-            seq = self.facts.static(value)
-            if value is None or seq is None or self.is_canonical(value, seq):
+            stacked = self.facts.stacked(value)
+            written = self._as_sequence(value, scope, node, value) if value is not None else None
+            if written is None:
                 continue
-            node.replace_input_with(index, self.materialize(seq, scope, node, value))
-            self.applied("canonical-sequence-input", node, f"input {index} as SequenceConstruct")
+            node.replace_input_with(index, written)
+            if stacked is None:
+                detail = f"input {index} as SequenceConstruct"
+                self.applied("canonical-sequence-input", node, detail)
+            else:
+                maker = written.producer()
+                assert maker is not None
+                detail = f"input {index} as SplitToSequence of [n, *E]"
+                path = self.facts.paths.get(node, "")
+                rewrite = Rewrite(
+                    "stacked-as-sequence", node.name or "", node.op_type, path, detail
+                )
+                self.written_back(maker, rewrite)
         kind = "loop" if node.op_type == "Loop" else "unknown-sequence"
         produced = Reason(kind, self.facts.produced_by(node, ""))
         for out in node.outputs:
@@ -261,6 +337,18 @@ class Edits:
         if self.dry:
             return
         for index, out in enumerate(list(scope.graph.outputs)):
+            stacked = self.facts.stacked(out)
+            if stacked is not None and not self.is_canonical(out, stacked):
+                written = self.materialize_stacked(stacked, scope, None, out, output=True)
+                self._take_output_slot(scope, index, out, written)
+                maker = written.producer()
+                assert maker is not None
+                detail = "SplitToSequence of [n, *E]"
+                rewrite = Rewrite(
+                    "stacked-as-sequence", out.name or "", "output", scope.path, detail
+                )
+                self.written_back(maker, rewrite)
+                continue
             seq = self.facts.static(out)
             if seq is None or self.is_canonical(out, seq):
                 continue
@@ -270,16 +358,7 @@ class Edits:
             else:
                 value = self.materialize(seq, scope, None, out)
             self._take_output_slot(scope, index, out, value)
-            self.rewrote = True
-            self.report.rewrites.append(
-                Rewrite(
-                    "canonical-sequence-output",
-                    out.name or "",
-                    "output",
-                    scope.path,
-                    f"{len(seq)} elements",
-                )
-            )
+            self.applied_output("canonical-sequence-output", out, scope, f"{len(seq)} elements")
 
     # -- speculative rewrites ------------------------------------------------------------
 
@@ -303,39 +382,10 @@ class Edits:
             for node in self.created.order[mark.created :]
             for inner in (node, *nested_nodes(node))
         ]
-        members = set(window)
-        wanted = set(roots)
-        live: set[ir.Node] = set()
-        stack = [
-            node
-            for node in window
-            if any(
-                out in wanted or any(use.node not in members for use in out.uses())
-                for out in node.outputs
-            )
-        ]
-        while stack:
-            node = stack.pop()
-            if node in live:
-                continue
-            live.add(node)
-            sources = list(node.inputs)
-            for attr in node.attributes.values():
-                if attr.is_ref():
-                    continue
-                if attr.type == ir.AttributeType.GRAPH:
-                    sources.extend(attr.as_graph().outputs)
-                elif attr.type == ir.AttributeType.GRAPHS:
-                    sources.extend(o for g in attr.as_graphs() for o in g.outputs)
-            for value in sources:
-                producer = value.producer() if value is not None else None
-                if producer in members and producer not in live:
-                    stack.append(producer)
         return [
             node
-            for node in window
-            if node in live
-            and node.op_type in SEQUENCE_OPS
+            for node in live_nodes(window, roots)
+            if node.op_type in SEQUENCE_OPS
             and is_default(node)
             and (node in self.facts.reasons or node in self.canonical)
         ]
@@ -362,3 +412,5 @@ class Edits:
             del self.constants[key]
         for seq_key in [k for k, v in self.materialized.items() if v.producer() in gone]:
             del self.materialized[seq_key]
+        for stack_key in [k for k, v in self.stacks.items() if v.producer() in gone]:
+            del self.stacks[stack_key]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import onnx_ir as ir
 
 from seqpasses.core.graph import label
-from seqpasses.core.sequence import REASON_KINDS, Reason, StaticSequence, Unknown
+from seqpasses.core.sequence import REASON_KINDS, Reason, StackedSequence, StaticSequence, Unknown
 
 __all__ = ["REASON_KINDS", "Facts", "Reason"]
 
@@ -22,7 +22,7 @@ class Facts:
     """Abstract values, folded integers, optionals, reasons, and where each graph sits."""
 
     def __init__(self, main_opset: int = 0) -> None:
-        self.values: dict[ir.Value, StaticSequence | Unknown] = {}
+        self.values: dict[ir.Value, StaticSequence | StackedSequence | Unknown] = {}
         self.ints: dict[ir.Value, int] = {}
         self.optionals: dict[ir.Value, ir.Value | None] = {}  # Optional(x) -> x (None: empty)
         self.reasons: dict[ir.Node, Reason] = {}
@@ -34,6 +34,7 @@ class Facts:
         self.functions: dict[int, str] = {}  # id(function graph) -> the function's name
         self.opsets: dict[int, int] = {}  # id(graph) -> the ONNX opset its nodes run under
         self.input_dims: set[str] = set()  # symbolic dims named by the main graph's inputs
+        self.dim_sources: dict[str, tuple[ir.Value, int]] = {}  # such a dim -> (input, axis)
         self.main_opset = main_opset
 
     def opset_of(self, node: ir.Node) -> int:
@@ -43,9 +44,32 @@ class Facts:
         known = self.values.get(value) if value is not None else None
         return known if isinstance(known, StaticSequence) else None
 
+    def stacked(self, value: ir.Value | None) -> StackedSequence | None:
+        known = self.values.get(value) if value is not None else None
+        return known if isinstance(known, StackedSequence) else None
+
+    def kind(self, value: ir.Value | None) -> str:
+        """The kind of abstract value, as the transfer table keys it."""
+        known = self.values.get(value) if value is not None else None
+        if isinstance(known, StaticSequence):
+            return "static"
+        return "stacked" if isinstance(known, StackedSequence) else "other"
+
     def owner(self, graph: ir.Graph | ir.Function | None) -> tuple[ir.Node, str] | None:
         """The node (and its attribute) that holds ``graph``, when it is a subgraph."""
         return self.owners.get(id(graph)) if graph is not None else None
+
+    def in_unrolled_body(self, graph: ir.Graph | ir.Function | None) -> bool:
+        """Whether ``graph`` sits (at any depth) in the body of a Loop that will be unrolled:
+        what is walked there now is walked again, with constants, in the copies."""
+        while graph is not None:
+            owner = self.owner(graph)
+            if owner is None:
+                return False
+            if owner[0] in self.unrolling:
+                return True
+            graph = owner[0].graph
+        return False
 
     def leave(self, node: ir.Node, reason: Reason) -> bool:
         """Record why ``node`` stays; what reads its sequence learns where the root cause is."""

@@ -39,10 +39,11 @@ class Walker:
         """Walk the main graph, then each model-local function under its own opset."""
         self.facts.main_opset = opset
         for value in model.graph.inputs:
-            if value.shape is not None:
-                self.facts.input_dims.update(
-                    d.value for d in value.shape if isinstance(d, ir.SymbolicDim) and d.value
-                )
+            for axis, dim in enumerate(value.shape or ()):
+                if isinstance(dim, ir.SymbolicDim) and dim.value:
+                    self.facts.input_dims.add(dim.value)
+                    if isinstance(value.type, ir.TensorType):
+                        self.facts.dim_sources.setdefault(dim.value, (value, axis))
         self.run_graph(Scope(model.graph, "main", opset, ShapeOracle(opset, self.ctx.constant)))
         for function in model.functions.values():
             own = onnx_opset(function.opset_imports, opset) or opset
@@ -59,10 +60,16 @@ class Walker:
         self.edits.canonicalize_outputs(scope)
 
     def _entry(self, node: ir.Node, kind: str) -> Entry | None:
-        entry = self.table.get((node.op_type, kind)) or self.table.get((node.op_type, "*"))
-        if entry is None or entry.group in self.ctx.options.disabled:
-            return None
-        return None if self.dry and not entry.dry else entry
+        """The row for the node's op and kind, else its row for any kind; a row switched off
+        (its group disabled, or not for a dry walk) passes to the next."""
+        for key in ((node.op_type, kind), (node.op_type, "*")):
+            entry = self.table.get(key)
+            if entry is None or entry.group in self.ctx.options.disabled:
+                continue
+            if self.dry and not entry.dry:
+                continue
+            return entry
+        return None
 
     def visit(self, node: ir.Node, scope: Scope) -> None:
         """Walk a node's subgraphs, then apply its transfer function (or the fallback)."""
@@ -76,8 +83,7 @@ class Walker:
             return
         self.facts.paths[node] = scope.path
         source = node.inputs[0] if node.inputs else None
-        static = self.facts.static(source) is not None
-        entry = self._entry(node, "static" if static else "other")
+        entry = self._entry(node, self.facts.kind(source))
         refs = [a for a in node.attributes.values() if a.is_ref()]
         if entry is not None and refs:
             self.facts.leave(

@@ -20,7 +20,7 @@ import onnx_ir as ir
 
 from seqpasses.core.graph import is_default, label
 from seqpasses.report import SEQUENCE_OPS
-from seqpasses.transfer.loops import lift, scan, unroll
+from seqpasses.transfer.loops import carry, lift, scan, unroll
 from seqpasses.transfer.loops.appends import append_pattern
 from seqpasses.transfer.loops.induction import infer_scan_shapes
 from seqpasses.walk.context import Context, Entry, Scope
@@ -43,6 +43,7 @@ def _loop(ctx: Context, node: ir.Node, scope: Scope) -> bool:
         if n.op_type in SEQUENCE_OPS and is_default(n) and n not in appends
     ]
     starts_static = any(ctx.facts.static(v) is not None for v in node.inputs[2:])
+    lifted = None
     scans = "loop-scan" not in ctx.options.disabled
     if not reads and starts_static and scans and scan.scan_outputs(ctx, node, scope, body):
         return True
@@ -63,10 +64,14 @@ def _loop(ctx: Context, node: ir.Node, scope: Scope) -> bool:
         if lifted is not None:
             ctx.edits.applied("loop-lift-reads", node, "reads of the list it appends to")
             node = lifted
-        if scan.scan_outputs(ctx, node, scope, body) or lifted is not None:
+            body = node.attributes["body"].as_graph()
+        if scan.scan_outputs(ctx, node, scope, body):
             return True
+    # (a lifted loop whose list a run-time read after it keeps from being a scan output)
+    if "stacked" not in ctx.options.disabled and carry.carry_stacked(ctx, node, scope, body):
+        return True
     infer_scan_shapes(ctx, scope, node, body)
-    return False
+    return lifted is not None
 
 
 TABLE: dict[tuple[str, str], Entry] = {
@@ -81,6 +86,11 @@ RULES: dict[str, tuple[str, str]] = {
     "loop-lift-reads": (
         "loop-scan",
         "len(l), l[-1], l[initial] inside a Loop that appends to l -> values the loop carries",
+    ),
+    "loop-carries-stacked": (
+        "stacked",
+        "a Loop carrying a list it reads or edits at run-time positions -> it carries the "
+        "list as one [n, *E] tensor",
     ),
     "loop-unroll": (
         "loop-unroll",

@@ -1,0 +1,134 @@
+"""Tensor arithmetic on a list held as one tensor ``S`` of shape ``[n, *E]``: its length,
+no rows, rows ``S[a:b]``, rows joined, and a run-time position normalized the way the sequence
+op checks it (out of range it fails at run time, as the original does)."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx_ir as ir
+
+from seqpasses.core.dims import add_dims
+from seqpasses.core.emit import Emitter
+from seqpasses.core.sequence import (
+    PositionError,
+    Reason,
+    StackedSequence,
+    normalize_at_position,
+    normalize_insert_position,
+)
+from seqpasses.walk.context import Context
+
+__all__ = ["END", "empty_rows", "joined", "length_of", "normalized", "plus", "slice_rows"]
+
+END = 2**63 - 1
+
+
+def empty_rows(
+    emit: Emitter, element: ir.Shape, dtype: ir.DataType | None, like: ir.Value | None
+) -> ir.Value | None:
+    """An empty ``[0, *element]`` tensor: no rows of ``like`` (a value of that shape), or a
+    ConstantOfShape when the element's dims are numbers; None when neither can be made."""
+    if like is not None:
+        rows = emit.unsqueeze(like, 0)
+        empty = emit.op("Slice", [rows, emit.int64s([0]), emit.int64s([0]), emit.int64s([0])])
+        empty.type, empty.shape = like.type, ir.Shape([0, *element])
+        return empty
+    dims = list(element)
+    if dtype is None or not all(isinstance(d, int) for d in dims):
+        return None
+    zero = ir.tensor(np.zeros((1,), dtype=dtype.numpy()))
+    empty = emit.op("ConstantOfShape", [emit.int64s([0, *dims])], value=zero)  # type: ignore[list-item]
+    empty.type, empty.shape = ir.TensorType(dtype), ir.Shape([0, *element])
+    return empty
+
+
+def length_of(emit: Emitter, st: StackedSequence) -> ir.Value:
+    """``n``, an int64 scalar (read off the tensor when it holds a check: see ``checked``)."""
+    if isinstance(st.length, int) and not st.checked:
+        return emit.constant(np.array(st.length, dtype=np.int64))
+    shape = emit.op("Shape", [st.tensor])
+    shape.type, shape.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([len(st.element) + 1])
+    n = emit.op("Gather", [shape, emit.constant(np.array(0, dtype=np.int64))], axis=0)
+    n.type, n.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([])
+    return n
+
+
+def normalized(
+    ctx: Context, emit: Emitter, st: StackedSequence, position: ir.Value | None, inserting: bool
+) -> int | ir.Value | Reason:
+    """The position normalized to ``[0, n]`` (insert) or ``[0, n-1]``: a number when it can be
+    known now, else a ``[1]`` int64 value that fails at run time out of range."""
+    if position is not None:
+        p, _ = ctx.const_int(position)
+    else:
+        p = None if inserting else -1
+    if p is not None and isinstance(st.length, int):
+        try:
+            if inserting:
+                return normalize_insert_position(p, st.length)
+            return normalize_at_position(p, st.length)
+        except PositionError as error:
+            return Reason("out-of-range", f"{error}: left to fail at run time as before")
+    if isinstance(st.length, int):
+        n = emit.constant(np.array(st.length + inserting, dtype=np.int64))
+    else:
+        n = length_of(emit, st)
+        if inserting:
+            n = emit.op("Add", [n, emit.constant(np.array(1, dtype=np.int64))])
+            n.type, n.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([])
+    positions = emit.op(
+        "Range",
+        [emit.constant(np.array(0, dtype=np.int64)), n, emit.constant(np.array(1, dtype=np.int64))],
+    )
+    positions.type, positions.shape = (
+        ir.TensorType(ir.DataType.INT64),
+        ir.Shape([ir.SymbolicDim(None)]),
+    )
+    int64 = ir.TensorType(ir.DataType.INT64)
+    if position is None:
+        where = emit.int64s([-1])
+    else:
+        if position.dtype != ir.DataType.INT64:  # int32 (or not declared): one dtype below
+            position = emit.op("Cast", [position], to=int(ir.DataType.INT64))
+            position.type = int64
+        where = emit.op("Reshape", [position, emit.int64s([1])])
+        where.type, where.shape = int64, ir.Shape([1])
+    if inserting and position is not None:
+        # an insert accepts [-n, n]: a negative p means p + n (not p + n + 1, what Gather over
+        # the n + 1 positions would give), so it looks one further back: p - 1 lands on p + n
+        # and -n - 1 falls outside, failing as SequenceInsert does
+        zero = emit.constant(np.array(0, dtype=np.int64))
+        one = emit.constant(np.array(1, dtype=np.int64))
+        negative = emit.op("Less", [where, zero])
+        negative.type, negative.shape = ir.TensorType(ir.DataType.BOOL), ir.Shape([1])
+        back = emit.op("Sub", [where, one])
+        back.type, back.shape = where.type, ir.Shape([1])
+        where = emit.op("Where", [negative, back, where])
+        where.type, where.shape = back.type, ir.Shape([1])
+    found = emit.op("Gather", [positions, where], axis=0)
+    found.type, found.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([1])
+    return found
+
+
+def slice_rows(
+    emit: Emitter, st: StackedSequence, start: int | ir.Value, end: int | ir.Value
+) -> ir.Value:
+    """``S[start:end]`` along the first axis."""
+    bounds = [emit.int64s([b]) if isinstance(b, int) else b for b in (start, end)]
+    out = emit.op("Slice", [st.tensor, bounds[0], bounds[1], emit.int64s([0])])
+    out.type, out.shape = st.tensor.type, ir.Shape([ir.SymbolicDim(None), *st.element])
+    return out
+
+
+def joined(emit: Emitter, st: StackedSequence, parts: list[ir.Value], length: object) -> ir.Value:
+    out = parts[0] if len(parts) == 1 else emit.concat(parts, 0)
+    out.type = st.tensor.type
+    out.shape = ir.Shape([length, *st.element])  # type: ignore[list-item]
+    return out
+
+
+def plus(length: object, k: int) -> int | ir.SymbolicDim:
+    if isinstance(length, int):
+        return length + k
+    assert isinstance(length, ir.SymbolicDim)
+    return add_dims([length, k]) if length.value else ir.SymbolicDim(None)

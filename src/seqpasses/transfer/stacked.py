@@ -1,0 +1,365 @@
+"""Lists whose length or positions are known only at run time, held as one tensor ``[n, *E]``.
+
+A list of ``n`` elements of dtype ``T`` and shape ``E`` (numbers, or the same named dims)
+*is* one tensor ``S`` of shape ``[n, *E]`` (as XLA lowers TensorLists). A static list turns
+into one the moment an op needs a run-time position: ``Concat`` of its elements unsqueezed; a
+split into chunks of one already is one (its input, transposed). On ``S``:
+
+1. ``SequenceAt(s, p)`` -> ``Gather(S, p)``: Gather accepts exactly ``[-n, n-1]`` and fails
+   outside it, as SequenceAt does;
+2. ``SequenceLength(s)`` -> ``n`` (a Constant when known, else ``Gather(Shape(S), 0)``);
+3. ``SequenceInsert(s, t, p)`` -> ``S`` sliced at ``q`` with ``t`` unsqueezed between
+   (no position: appended); ``SequenceErase(s, p)`` -> ``S`` without row ``q`` (no position:
+   the last). A run-time ``p`` is checked and normalized as ``q = Gather(Range(0, n), p)``
+   (``Range(0, n + 1)`` for an insert): out of range it fails, as the original does;
+4. ``ConcatFromSequence`` -> ``S`` (``new_axis=1``, axis 0), a ``Transpose`` of it, or a
+   ``Reshape`` merging its first two axes (``new_axis=0``); when ``n`` may be 0 a ``Gather`` of
+   row 0 keeps the original's failure on an empty list.
+
+A stacked list that must be a sequence (a graph output, an op of another kind) is written back
+as ``SplitToSequence(S, axis=0, keepdims=0)``.
+"""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+
+from seqpasses.core.dims import same_shape, shape_text
+from seqpasses.core.emit import Emitter
+from seqpasses.core.sequence import (
+    PositionError,
+    Reason,
+    StackedSequence,
+    StaticSequence,
+    normalize_insert_position,
+)
+from seqpasses.transfer import rows, unit_split
+from seqpasses.transfer.common import concat_new_axis, follows_ort
+from seqpasses.walk.context import Context, Entry, Scope
+
+__all__ = ["RULES", "TABLE", "at", "element_shape", "erase", "insert", "stacked_of"]
+
+
+def element_shape(
+    ctx: Context, values: tuple[ir.Value, ...], scope: Scope
+) -> tuple[ir.Shape, ir.DataType | None] | Reason:
+    """The shape and dtype every one of ``values`` provably has, or why not."""
+    first = scope.shapes.shape(values[0])
+    dtype = values[0].dtype
+    for value in values[1:]:
+        shape = scope.shapes.shape(value)
+        if not same_shape(first, shape) or value.dtype != dtype:
+            return Reason(
+                "unlike-elements",
+                f"elements of shapes {shape_text(first)} and {shape_text(shape)} are not "
+                "provably alike: the list cannot be held as one tensor",
+            )
+    if first is None or not same_shape(first, first):
+        return Reason(
+            "unlike-elements",
+            f"element shape {shape_text(first)} is not fully known: the list cannot be held "
+            "as one tensor",
+        )
+    return first, dtype
+
+
+def stacked_of(
+    ctx: Context,
+    value: ir.Value | None,
+    scope: Scope,
+    anchor: ir.Node | None,
+    hint: ir.Value | None = None,
+) -> StackedSequence | Reason:
+    """``value`` as one tensor ``[n, *E]``, built before ``anchor`` (at the end of the scope's
+    graph when None) when needed; ``hint``: an element about to be added (it gives an empty
+    list its element shape)."""
+    if value is None:
+        return Reason("invalid", "input is missing")
+    if "stacked" in ctx.options.disabled:
+        return ctx.facts.why_unknown(value)
+    if ctx.facts.in_unrolled_body(scope.graph):
+        return Reason("run-time-value", "left to the unrolling of the loop around it")
+    known = ctx.facts.values.get(value)
+    if isinstance(known, StackedSequence):
+        return known
+    emit = ctx.edits.emitter(scope, anchor)
+    if isinstance(known, StaticSequence):
+        if not known.elements:
+            if hint is None:
+                return Reason(
+                    "unknown-shape",
+                    "an empty list: its element shape is not known until an element is added",
+                )
+            found = element_shape(ctx, (hint,), scope)
+            if isinstance(found, Reason):
+                return found
+            empty = rows.empty_rows(emit, found[0], found[1], hint)
+            assert empty is not None
+            return StackedSequence(empty, 0, found[0], known.dtype or hint.dtype)
+        found = element_shape(ctx, known.elements, scope)
+        if isinstance(found, Reason):
+            return found
+        tensor = ctx.edits.stack(known, scope, anchor)
+        return StackedSequence(tensor, len(known), found[0], known.dtype or found[1])
+    split = unit_split.find(ctx, value, scope)
+    if split is not None:
+        return _from_unit_split(ctx, emit, value.producer(), split, scope)
+    return ctx.facts.why_unknown(value)
+
+
+def _from_unit_split(
+    ctx: Context,
+    emit: Emitter,
+    producer: ir.Node | None,
+    split: tuple[ir.Value, int, bool, bool],
+    scope: Scope,
+) -> StackedSequence | Reason:
+    data, axis, squeeze, diverges = split
+    shape = scope.shapes.shape(data)
+    assert shape is not None  # find checked the rank
+    perm = [axis, *(d for d in range(len(shape)) if d != axis)]
+    tensor = data
+    if perm != list(range(len(shape))):
+        tensor = emit.op("Transpose", [data], perm=perm)
+        tensor.type, tensor.shape = data.type, ir.Shape([shape[d] for d in perm])
+    element = [shape[d] for d in perm[1:]]
+    if not squeeze:  # each element keeps the axis, of size 1
+        element.insert(axis, 1)
+        tensor = emit.unsqueeze(tensor, 1 + axis)
+    if diverges and producer is not None:
+        follows_ort(ctx, producer, [tensor], "the elements are squeezed")
+    return StackedSequence(tensor, shape[axis], ir.Shape(element), data.dtype)
+
+
+def _leave(ctx: Context, node: ir.Node, why: Reason, because: Reason | None) -> bool:
+    """Leave ``node``: ``why`` the list cannot be one tensor, after ``because`` (why a static
+    list needed to be: a run-time position)."""
+    if because is not None:
+        why = Reason(why.kind, f"{because}, and {why}")
+    return ctx.facts.leave(node, why)
+
+
+def insert(ctx: Context, node: ir.Node, scope: Scope, because: Reason | None = None) -> bool:
+    """``SequenceInsert`` on a list held (or that can be held) as one tensor."""
+    tensor = node.inputs[1] if len(node.inputs) > 1 else None
+    if tensor is None:
+        return ctx.facts.leave(node, Reason("invalid", "SequenceInsert without a tensor"))
+    st = stacked_of(ctx, node.inputs[0], scope, node, hint=tensor)
+    if isinstance(st, Reason):
+        return _leave(ctx, node, st, because)
+    shape = scope.shapes.shape(tensor)
+    if not same_shape(shape, st.element) or (st.dtype is not None and tensor.dtype != st.dtype):
+        done = _unstacked_insert(ctx, node, scope, st) if isinstance(st.length, int) else None
+        if done is not None:
+            return done
+        text = (
+            f"the inserted tensor's shape {shape_text(shape)} is not provably the list's "
+            f"{shape_text(st.element)}: the list cannot stay one tensor"
+        )
+        return _leave(ctx, node, Reason("unlike-elements", text), because)
+    emit = ctx.edits.emitter(scope, node)
+    position = node.inputs[2] if len(node.inputs) > 2 else None
+    index: int | ir.SymbolicDim | ir.Value | Reason = st.length
+    if position is not None:
+        index = rows.normalized(ctx, emit, st, position, inserting=True)
+    if isinstance(index, Reason):
+        return ctx.facts.leave(node, index)
+    row = emit.unsqueeze(tensor, 0)
+    if index == 0:
+        parts = [row, st.tensor]
+    elif position is None or index == st.length:
+        parts = [st.tensor, row]
+    else:
+        assert not isinstance(index, ir.SymbolicDim)
+        before = rows.slice_rows(emit, st, 0, index)
+        parts = [before, row, rows.slice_rows(emit, st, index, rows.END)]
+    length = rows.plus(st.length, 1)
+    out = rows.joined(emit, st, parts, length)
+    checked = st.checked or isinstance(index, ir.Value)
+    grown = StackedSequence(out, length, st.element, st.dtype, st.least + 1, checked)
+    ctx.facts.values[node.outputs[0]] = grown
+    where = "at the back" if position is None else f"at {position.name!r}"
+    return ctx.edits.computed("stacked-insert", node, f"a row {where} of a [n, *E] tensor")
+
+
+def _unstacked_insert(
+    ctx: Context, node: ir.Node, scope: Scope, st: StackedSequence
+) -> bool | None:
+    """An element of another shape into a list of known length at a known position: the list's
+    rows as a static list, the element inserted into it (None: the position is not known)."""
+    position = node.inputs[2] if len(node.inputs) > 2 else None
+    where = None
+    if position is not None:
+        where, _ = ctx.const_int(position)
+        if where is None:
+            return None
+    if st.length == 0 and st.checked:  # no rows would hold the check
+        return None
+    assert isinstance(st.length, int)
+    try:
+        normalize_insert_position(where, st.length) if where is not None else None
+    except PositionError as error:
+        text = f"{error}: left to fail at run time as before"
+        return ctx.facts.leave(node, Reason("out-of-range", text))
+    tensor = node.inputs[1]
+    assert tensor is not None
+    listed = ctx.edits.unstacked(st, scope, node)
+    ctx.facts.values[node.outputs[0]] = listed.insert(where, tensor)
+    return True
+
+
+def erase(ctx: Context, node: ir.Node, scope: Scope, because: Reason | None = None) -> bool:
+    """``SequenceErase`` on a list held (or that can be held) as one tensor."""
+    st = stacked_of(ctx, node.inputs[0], scope, node)
+    if isinstance(st, Reason):
+        return _leave(ctx, node, st, because)
+    if st.length == 0:
+        text = "SequenceErase of an empty sequence fails at run time; left as is"
+        return ctx.facts.leave(node, Reason("out-of-range", text))
+    emit = ctx.edits.emitter(scope, node)
+    position = node.inputs[1] if len(node.inputs) > 1 else None
+    index = rows.normalized(ctx, emit, st, position, inserting=False)
+    if isinstance(index, Reason):
+        return ctx.facts.leave(node, index)
+    if isinstance(index, int):
+        assert isinstance(st.length, int)
+        parts = []
+        if index > 0:
+            parts.append(rows.slice_rows(emit, st, 0, index))
+        if index < st.length - 1:
+            parts.append(rows.slice_rows(emit, st, index + 1, rows.END))
+        if not parts:  # the only element: an empty [0, *E]
+            parts = [rows.slice_rows(emit, st, 0, 0)]
+    else:
+        after = emit.op("Add", [index, emit.int64s([1])])
+        after.type, after.shape = index.type, index.shape
+        parts = [rows.slice_rows(emit, st, 0, index), rows.slice_rows(emit, st, after, rows.END)]
+    length = rows.plus(st.length, -1)
+    out = rows.joined(emit, st, parts, length)
+    checked = st.checked or isinstance(index, ir.Value)
+    shrunk = StackedSequence(out, length, st.element, st.dtype, max(st.least - 1, 0), checked)
+    ctx.facts.values[node.outputs[0]] = shrunk
+    where = "the last row" if position is None else f"the row at {position.name!r}"
+    return ctx.edits.computed("stacked-erase", node, f"{where} of a [n, *E] tensor")
+
+
+def at(ctx: Context, node: ir.Node, scope: Scope, because: Reason | None = None) -> bool:
+    """``SequenceAt`` of a list held (or that can be held) as one tensor: ``Gather``."""
+    position = node.inputs[1] if len(node.inputs) > 1 else None
+    if position is None:
+        return ctx.facts.leave(node, Reason("invalid", "SequenceAt without a position"))
+    pos_shape = scope.shapes.shape(position)
+    if pos_shape is None or len(pos_shape) != 0:
+        text = f"position '{position.name}' is not known to be a scalar"
+        return _leave(ctx, node, Reason("unknown-shape", text), because)
+    st = stacked_of(ctx, node.inputs[0], scope, node)
+    if isinstance(st, Reason):
+        return _leave(ctx, node, st, because)
+    emit = ctx.edits.emitter(scope, node)
+    out = emit.op("Gather", [st.tensor, position], axis=0)
+    out.type, out.shape = st.tensor.type, st.element
+    ctx.edits.replace(node.outputs[0], out, scope)
+    return ctx.edits.applied("stacked-at", node, f"Gather of row '{position.name}'")
+
+
+def _at(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+    if unit_split.read_at(ctx, node, scope):  # torch.unbind's list: a Gather of its input
+        return True
+    return at(ctx, node, scope)
+
+
+def _length_of(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+    st = ctx.facts.values[node.inputs[0]]  # type: ignore[index]
+    assert isinstance(st, StackedSequence)
+    value = rows.length_of(ctx.edits.emitter(scope, node), st)
+    ctx.edits.replace(node.outputs[0], value, scope)
+    return ctx.edits.applied("stacked-length", node, f"n = {st.length}")
+
+
+def _concat(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+    new_axis = concat_new_axis(ctx, node)
+    if new_axis is None:
+        return False
+    st = ctx.facts.values[node.inputs[0]]  # type: ignore[index]
+    assert isinstance(st, StackedSequence)
+    rank = len(st.element)
+    out_rank = rank + new_axis
+    axis = node.attributes.get_int("axis", 0)
+    if not -out_rank <= axis < out_rank:
+        text = f"axis {axis} is outside [-{out_rank}, {out_rank - 1}]: left to fail at run time"
+        return ctx.facts.leave(node, Reason("out-of-range", text))
+    axis = axis + out_rank if axis < 0 else axis
+    if st.length == 0:
+        text = "ConcatFromSequence of an empty sequence fails at run time; left as is"
+        return ctx.facts.leave(node, Reason("run-time-failure", text))
+    merged = [d if isinstance(d, int) else -1 for d in st.element[axis + 1 :]]
+    if not new_axis and merged.count(-1):
+        text = "dims after the concat axis are not numbers"
+        return ctx.facts.leave(node, Reason("unknown-shape", text))
+    emit = ctx.edits.emitter(scope, node)
+    stacked = st.tensor
+    if st.least == 0:  # may be empty: fail there, as the original does
+        first = emit.op("Gather", [stacked, emit.int64s([0])], axis=0)
+        first.type, first.shape = stacked.type, ir.Shape([1, *st.element])
+        stacked = emit.concat([first, rows.slice_rows(emit, st, 1, rows.END)], 0)
+        stacked.type, stacked.shape = st.tensor.type, st.shape()
+    dims = [st.length, *st.element]
+    result = stacked
+    if axis > 0:  # move the list axis to ``axis``
+        perm = [*range(1, axis + 1), 0, *range(axis + 1, rank + 1)]
+        result = emit.op("Transpose", [stacked], perm=perm)
+        result.type, result.shape = stacked.type, ir.Shape([dims[p] for p in perm])
+    if not new_axis:  # merge it into the next axis
+        target = emit.int64s([0] * axis + [-1] + merged)
+        joined = st.element[axis]
+        size = (
+            st.length * joined if isinstance(st.length, int) and isinstance(joined, int) else None
+        )
+        result = emit.op("Reshape", [result, target])
+        result.type = stacked.type
+        result.shape = ir.Shape(
+            [*st.element[:axis], ir.SymbolicDim(None) if size is None else size, *merged]
+        )
+    ctx.edits.replace(node.outputs[0], result, scope)
+    detail = f"new_axis={new_axis}, axis {axis} of a [n, *E] tensor"
+    return ctx.edits.applied("stacked-concat", node, detail)
+
+
+def _identity(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+    ctx.facts.values[node.outputs[0]] = ctx.facts.values[node.inputs[0]]  # type: ignore[index]
+    return True
+
+
+TABLE: dict[tuple[str, str], Entry] = {
+    ("SequenceAt", "stacked"): Entry(_at, group="stacked"),
+    ("SequenceLength", "stacked"): Entry(_length_of, group="stacked"),
+    ("ConcatFromSequence", "stacked"): Entry(_concat, group="stacked"),
+    ("SequenceInsert", "stacked"): Entry(insert, group="stacked"),
+    ("SequenceErase", "stacked"): Entry(erase, group="stacked"),
+    ("SequenceInsert", "other"): Entry(insert, group="stacked"),
+    ("SequenceErase", "other"): Entry(erase, group="stacked"),
+    ("Identity", "stacked"): Entry(_identity, group="stacked"),
+}
+
+RULES: dict[str, tuple[str, str]] = {
+    "stacked-at": ("stacked", "SequenceAt at a run-time position -> Gather of the [n, *E] tensor"),
+    "stacked-length": ("stacked", "SequenceLength of a list held as [n, *E] -> n"),
+    "stacked-insert": (
+        "stacked",
+        "SequenceInsert at a run-time position (or into a list of run-time length) -> slices "
+        "of the [n, *E] tensor around the position, the element between",
+    ),
+    "stacked-erase": (
+        "stacked",
+        "SequenceErase at a run-time position (or from a list of run-time length) -> slices "
+        "of the [n, *E] tensor around the position",
+    ),
+    "stacked-concat": (
+        "stacked",
+        "ConcatFromSequence of a list held as [n, *E] -> the tensor, a Transpose or a Reshape",
+    ),
+    "stacked-as-sequence": (
+        "stacked",
+        "a list held as [n, *E] that must be a sequence -> SplitToSequence(S, axis=0, keepdims=0)",
+    ),
+}
