@@ -37,6 +37,7 @@ from torch_run_time_lists import (
     ListInsertAt,
     QueuePop,
     RowDifferences,
+    UnbindComprehension,
 )
 
 OPSET = 17
@@ -596,6 +597,15 @@ def _cases() -> list[Case]:
             False,
             {"x": {0: "n"}},
             ((rand(1, 3),), (rand(6, 3),)),
+        ),
+        Case(
+            "unbind_comprehension",
+            UnbindComprehension,
+            (rand(3, 4),),
+            ["x"],
+            False,
+            {"x": {1: "m"}},
+            ((rand(3, 1),), (rand(3, 6),)),
         ),
         Case(
             "sum_unbind",

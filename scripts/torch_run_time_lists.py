@@ -98,3 +98,11 @@ class RowDifferences(nn.Module):
             out.append(rows[i] - rows[i - 1])
         out.insert(0, rows[0])
         return torch.cat(out, 0)
+
+
+class UnbindComprehension(nn.Module):
+    """[f(c) for c in x.unbind(1)] over a run-time dim, stacked back on axis 1."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        cols = [torch.relu(c) * 2.0 + c.sum() for c in x.unbind(1)]
+        return torch.stack(cols, 1)

@@ -76,7 +76,18 @@ def stacked_programs(draw: st.DrawFn) -> StackedProgram:
     for _ in range(draw(st.integers(2, 9))):
         kind = draw(
             st.sampled_from(
-                ["construct", "empty", "split", "insert", "erase", "at", "length", "concat", "if"]
+                [
+                    "construct",
+                    "empty",
+                    "split",
+                    "insert",
+                    "erase",
+                    "at",
+                    "length",
+                    "concat",
+                    "if",
+                    "map",
+                ]
             )
         )
         if not p.lists and kind not in ("construct", "empty", "split"):
@@ -122,6 +133,26 @@ def stacked_programs(draw: st.DrawFn) -> StackedProgram:
                     )
                 )
                 p.outputs[out] = "tensor"
+        elif kind == "map":  # SequenceMap(l, x1): each element times x1, then a Relu
+            seq = draw(st.sampled_from(sorted(p.lists)))
+            length, alike = p.lists[seq]
+            product, relu = f"{out}_m", f"{out}_o"
+            body = helper.make_graph(
+                [
+                    helper.make_node("Mul", ["e", "v"], [product]),
+                    helper.make_node(
+                        "Relu" if dtype != TensorProto.INT64 else "Abs", [product], [relu]
+                    ),
+                ],
+                "map",
+                [
+                    helper.make_tensor_value_info("e", dtype, None),
+                    helper.make_tensor_value_info("v", dtype, [a, b]),
+                ],
+                [helper.make_tensor_value_info(relu, dtype, None)],
+            )
+            p.nodes.append(helper.make_node("SequenceMap", [seq, "x1"], [out], body=body))
+            p.lists[out] = (length, alike)
         else:  # an If whose branches edit the list differently
             seq = draw(st.sampled_from(sorted(p.lists)))
             length, alike = p.lists[seq]

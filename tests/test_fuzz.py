@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import onnx
 import onnx_ir as ir
 from hypothesis import HealthCheck, given, settings
@@ -77,3 +78,25 @@ def test_random_loops_editing_their_list_at_run_time_keep_their_outputs(
     program: StackedProgram,
 ) -> None:
     check_program(program.model, program.inputs)
+
+
+def test_found_length_of_a_map_over_a_list_erased_at_a_run_time_position_keeps_its_check() -> None:
+    """Found by scripts/fuzz.py --stacked (seed 12): the length of a SequenceMap's output over a
+    list erased at run time was folded to 0, dropping the erase's out-of-range failure."""
+    model = onnx.parser.parse_model(
+        """
+        <ir_version: 8, opset_import: ["" : 17]>
+        g (float[1,1] x0, float[1,1] x1, int64 p) => (int64 n) {
+            s1 = SequenceConstruct (x0)
+            s2 = SequenceErase (s1, p)
+            s3 = SequenceMap (s2, x1) <body = b (float[1,1] e, float[1,1] v) => (float[1,1] o) {
+                o = Add (e, v)
+            }>
+            n = SequenceLength (s3)
+        }
+        """
+    )
+    x = np.ones((1, 1), np.float32)
+    inputs = [{"x0": x, "x1": x, "p": np.array(p, np.int64)} for p in (0, -1, 1, -2)]
+    check_program(model, inputs)
+    assert sequence_op_count(seqpasses.optimize(model)) == 0

@@ -63,6 +63,7 @@ EXPECTED_REWRITES = {
     "ts_history_reads": "loop-carries-stacked",
     "ts_drop_weakest": "loop-carries-stacked",
     "ts_row_differences": "loop-carries-stacked",
+    "ts_unbind_comprehension": "loop-append-to-scan-output",
 }
 
 

@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_DOMAINS",
     "all_nodes",
     "detach",
+    "drop_nodes_of",
     "drop_subgraphs",
     "graph_paths",
     "graphs",
@@ -27,6 +28,7 @@ __all__ = [
     "label",
     "nested_nodes",
     "onnx_opset",
+    "own_output",
     "rebuild",
     "subgraph_path",
     "subgraphs",
@@ -119,9 +121,10 @@ def _nested_graphs(graph: ir.Graph | ir.Function) -> list[ir.Graph]:
 
 def unique_value_names(model: ir.Model) -> None:
     """Make every value name unique across the main graph and all its subgraphs (and within
-    each function): ONNX Runtime rejects a subgraph value named like one of an enclosing graph
-    even when that one comes later (onnx_ir's NameFixPass only sees earlier ones). The main
-    graph's inputs and outputs keep their names."""
+    each function), and name every unnamed one: ONNX Runtime rejects a subgraph value named
+    like one of an enclosing graph even when that one comes later (onnx_ir's NameFixPass only
+    sees earlier ones, and copies the enclosing scope's names into each subgraph: quadratic
+    with many subgraphs). The main graph's inputs and outputs keep their names."""
     tops: list[ir.Graph | ir.Function] = [model.graph, *model.functions.values()]
     for top in tops:
         used: set[str] = set()
@@ -134,15 +137,17 @@ def unique_value_names(model: ir.Model) -> None:
             values.extend(inner.inputs)
             values.extend(inner.initializers.values())
             values.extend(out for node in inner for out in node.outputs)
+        taken: dict[str, int] = {}  # a base name -> the next suffix to try (linear, not k^2)
         for value in values:
             if value in seen:
                 continue
             seen.add(value)
             name = value.name or "v"
-            if name in used and value not in first:
-                k = 1
+            if (name in used or not value.name) and value not in first:
+                k = taken.get(name, 1)
                 while f"{name}__{k}" in used:
                     k += 1
+                taken[name] = k + 1
                 name = f"{name}__{k}"
                 value.name = name
             used.add(name)
@@ -195,3 +200,22 @@ def rebuild(
     for name in graphs:
         node.attributes.pop(name, None)
     return new
+
+
+def own_output(graph: ir.Graph, value: ir.Value) -> ir.Value:
+    """``value`` as an output of ``graph``: an Identity when it is an input, an output already
+    or comes from outside (a graph output must be made by the graph, once)."""
+    if value.graph is graph and not value.is_graph_input() and not value.is_graph_output():
+        return value
+    ident = ir.node("Identity", [value])
+    graph.append(ident)
+    ident.outputs[0].type, ident.outputs[0].shape = value.type, value.shape
+    return ident.outputs[0]
+
+
+def drop_nodes_of(graph: ir.Graph) -> None:
+    """Take every node of a discarded graph out, so that it stops using outer values."""
+    nodes = list(graph)
+    for inner in nodes:
+        drop_subgraphs(inner)
+    detach(nodes)

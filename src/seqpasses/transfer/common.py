@@ -10,7 +10,7 @@ from seqpasses.core.graph import label
 from seqpasses.walk.context import Context
 from seqpasses.walk.facts import Reason
 
-__all__ = ["concat_new_axis", "follows_ort", "position"]
+__all__ = ["concat_new_axis", "follows_ort", "position", "stable"]
 
 
 def position(ctx: Context, node: ir.Node, index: int) -> tuple[int | None, Reason | None]:
@@ -42,3 +42,18 @@ def follows_ort(ctx: Context, node: ir.Node, values: Iterable[ir.Value], what: s
         "--strict-spec keeps the axis)"
     )
     ctx.edits.diverged.extend(values)
+
+
+def stable(ctx: Context, shape: ir.Shape | None) -> bool:
+    """Whether ``shape`` is the same wherever it is met: numbers and the inputs' dim names."""
+    if shape is None:
+        return False
+    return all(
+        isinstance(d, int)
+        or (
+            isinstance(d, ir.SymbolicDim)
+            and d.value is not None
+            and d.value in ctx.facts.input_dims
+        )
+        for d in shape
+    )

@@ -23,6 +23,7 @@ import onnx_ir as ir
 from seqpasses.core.dims import same_shape
 from seqpasses.core.graph import drop_subgraphs, rebuild, subgraph_path
 from seqpasses.core.sequence import StackedSequence, StaticSequence
+from seqpasses.transfer import stacked_map
 from seqpasses.transfer.rows import empty_rows
 from seqpasses.transfer.stacked import stacked_of
 from seqpasses.walk.context import Context, Entry, Scope
@@ -277,13 +278,14 @@ def _sequence_map(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     if any(v is None for v in inputs) or len(inputs) != len(body.inputs):
         return leave(node, Reason("invalid", "SequenceMap inputs do not match its body"))
     sequences: dict[int, StaticSequence] = {}
+    kinds = [i for i, v in enumerate(inputs) if v is not None and (i == 0 or _is_sequence(ctx, v))]
     for index, value in enumerate(inputs):
         assert value is not None
-        if index == 0 or _is_sequence(ctx, value):
+        if index in kinds:
             seq = ctx.facts.static(value)
-            if seq is None:
-                why = ctx.facts.why_unknown(value)
-                return leave(node, Reason(why.kind, f"input {index}: {why}"))
+            if seq is None:  # a list of run-time length: a Loop over it, if it is one tensor
+                why = stacked_map.map_stacked(ctx, node, scope, body, kinds)
+                return why is None or leave(node, why)
             sequences[index] = seq
         elif value.type is None:
             reason = f"input {index}: not known to be a tensor or a sequence"

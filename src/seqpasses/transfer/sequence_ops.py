@@ -275,13 +275,18 @@ def _written_back(ctx: Context, node: ir.Node, scope: Scope) -> bool:
         or len(node.inputs) > 1
         or node.attributes.get_int("axis", 0) != 0
         or node.attributes.get_int("keepdims", 1) != 0
-        or any(use.node.op_type in _READS and is_default(use.node) for use in out.uses())
     ):
         return False
     shape = scope.shapes.shape(data)
     if shape is None or len(shape) == 0:
         return False
-    ctx.facts.values[out] = StackedSequence(data, shape[0], ir.Shape(list(shape)[1:]), data.dtype)
+    # no rows: the list is empty whatever reads it, but what makes the tensor may hold a check
+    # (a run-time erase of its last element), which an empty static list would drop
+    empty = shape[0] == 0
+    if not empty and any(use.node.op_type in _READS and is_default(use.node) for use in out.uses()):
+        return False
+    element = ir.Shape(list(shape)[1:])
+    ctx.facts.values[out] = StackedSequence(data, shape[0], element, data.dtype, checked=empty)
     return True
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from seqpasses.transfer import control, loops, sequence_ops, stacked, unit_split
+from seqpasses.transfer import control, loops, sequence_ops, stacked, stacked_map, unit_split
 from seqpasses.walk.context import Entry
 
 __all__ = ["DRY_TABLE", "GROUPS", "RULES", "TABLE", "Rule", "merge", "select_rewrites"]
@@ -76,6 +76,7 @@ RULES: dict[str, Rule] = _rules(
     sequence_ops.RULES,
     unit_split.RULES,
     stacked.RULES,
+    stacked_map.RULES,
     control.RULES,
     loops.RULES,
     {

@@ -16,12 +16,13 @@ import onnx_ir as ir
 
 from seqpasses.core.dims import contradicts, fill_shape, shape_text
 from seqpasses.core.emit import Emitter
-from seqpasses.core.graph import detach, drop_subgraphs, is_default, nested_nodes
+from seqpasses.core.graph import is_default, nested_nodes
 from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
 from seqpasses.report import SEQUENCE_OPS, Report, Rewrite
+from seqpasses.walk import trial
 from seqpasses.walk.facts import Facts, Reason
 from seqpasses.walk.scope import Scope
-from seqpasses.walk.trial import Checkpoint, CreatedNodes, live_nodes
+from seqpasses.walk.trial import Checkpoint, CreatedNodes
 
 __all__ = ["Edits"]
 
@@ -360,57 +361,13 @@ class Edits:
             self._take_output_slot(scope, index, out, value)
             self.applied_output("canonical-sequence-output", out, scope, f"{len(seq)} elements")
 
-    # -- speculative rewrites ------------------------------------------------------------
+    # -- speculative rewrites (walk/trial.py) ---------------------------------------------
 
     def checkpoint(self) -> Checkpoint:
-        return Checkpoint(
-            len(self.created),
-            len(self.report.rewrites),
-            len(self.report.notes),
-            len(self.diverged),
-            len(self.registered),
-            self.rewrote,
-        )
+        return trial.checkpoint(self)
 
     def left_since(self, mark: Checkpoint, roots: Iterable[ir.Value]) -> list[ir.Node]:
-        """Sequence ops among the nodes created since ``mark`` (subgraphs included) that will
-        stay: left with a reason, or a canonical sequence made for a consumer that needs one,
-        and live: ``roots`` (the values the new nodes stand in for) or a graph output depend
-        on them."""
-        window = [
-            inner
-            for node in self.created.order[mark.created :]
-            for inner in (node, *nested_nodes(node))
-        ]
-        return [
-            node
-            for node in live_nodes(window, roots)
-            if node.op_type in SEQUENCE_OPS
-            and is_default(node)
-            and (node in self.facts.reasons or node in self.canonical)
-        ]
+        return trial.left_since(self, mark, roots)
 
     def rollback(self, mark: Checkpoint) -> None:
-        """Remove every node created since ``mark`` and forget what was recorded about it.
-
-        Only valid while nothing that existed before ``mark`` was changed (the speculative
-        rewrites only add nodes before their anchor and rewrite those new nodes)."""
-        dropped = self.created.truncate(mark.created)
-        gone = set(dropped)
-        for node in dropped:
-            drop_subgraphs(node)
-        detach(dropped)
-        for graph, name in self.registered[mark.initializers :]:
-            graph.initializers.pop(name, None)
-        del self.registered[mark.initializers :]
-        del self.report.rewrites[mark.rewrites :]
-        del self.report.notes[mark.notes :]
-        del self.diverged[mark.diverged :]
-        self.rewrote = mark.rewrote
-        self.canonical -= gone
-        for key in [k for k, v in self.constants.items() if v.producer() in gone]:
-            del self.constants[key]
-        for seq_key in [k for k, v in self.materialized.items() if v.producer() in gone]:
-            del self.materialized[seq_key]
-        for stack_key in [k for k, v in self.stacks.items() if v.producer() in gone]:
-            del self.stacks[stack_key]
+        trial.rollback(self, mark)

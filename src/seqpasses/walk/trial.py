@@ -1,15 +1,22 @@
-"""The records a speculative rewrite can be undone by: the nodes a walk created, in order, and
-where the records stood (a :class:`Checkpoint`); and which of the nodes created since one are
-live (what :meth:`seqpasses.walk.edits.Edits.left_since` asks before keeping a trial)."""
+"""Speculative rewrites (an unrolling, an inlined SequenceMap, a loop carried as one tensor):
+where the records stood (a :class:`Checkpoint` over the nodes a walk created, in order), which
+sequence ops the nodes created since then leave alive, and undoing them all."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import onnx_ir as ir
 
-__all__ = ["Checkpoint", "CreatedNodes", "live_nodes"]
+from seqpasses.core.graph import detach, drop_subgraphs, is_default, nested_nodes
+from seqpasses.report import SEQUENCE_OPS
+
+if TYPE_CHECKING:
+    from seqpasses.walk.edits import Edits
+
+__all__ = ["Checkpoint", "CreatedNodes", "checkpoint", "left_since", "live_nodes", "rollback"]
 
 
 class CreatedNodes:
@@ -89,3 +96,60 @@ def live_nodes(window: list[ir.Node], roots: Iterable[ir.Value]) -> list[ir.Node
             if producer in members and producer not in live:
                 stack.append(producer)
     return [node for node in window if node in live]
+
+
+def checkpoint(edits: Edits) -> Checkpoint:
+    """Where the records stand now."""
+    return Checkpoint(
+        len(edits.created),
+        len(edits.report.rewrites),
+        len(edits.report.notes),
+        len(edits.diverged),
+        len(edits.registered),
+        edits.rewrote,
+    )
+
+
+def left_since(edits: Edits, mark: Checkpoint, roots: Iterable[ir.Value]) -> list[ir.Node]:
+    """Sequence ops among the nodes created since ``mark`` (subgraphs included) that will
+    stay: left with a reason, or a canonical sequence made for a consumer that needs one,
+    and live: ``roots`` (the values the new nodes stand in for) or a graph output depend
+    on them."""
+    window = [
+        inner
+        for node in edits.created.order[mark.created :]
+        for inner in (node, *nested_nodes(node))
+    ]
+    return [
+        node
+        for node in live_nodes(window, roots)
+        if node.op_type in SEQUENCE_OPS
+        and is_default(node)
+        and (node in edits.facts.reasons or node in edits.canonical)
+    ]
+
+
+def rollback(edits: Edits, mark: Checkpoint) -> None:
+    """Remove every node created since ``mark`` and forget what was recorded about it.
+
+    Only valid while nothing that existed before ``mark`` was changed (the speculative
+    rewrites only add nodes before their anchor and rewrite those new nodes)."""
+    dropped = edits.created.truncate(mark.created)
+    gone = set(dropped)
+    for node in dropped:
+        drop_subgraphs(node)
+    detach(dropped)
+    for graph, name in edits.registered[mark.initializers :]:
+        graph.initializers.pop(name, None)
+    del edits.registered[mark.initializers :]
+    del edits.report.rewrites[mark.rewrites :]
+    del edits.report.notes[mark.notes :]
+    del edits.diverged[mark.diverged :]
+    edits.rewrote = mark.rewrote
+    edits.canonical -= gone
+    for key in [k for k, v in edits.constants.items() if v.producer() in gone]:
+        del edits.constants[key]
+    for seq_key in [k for k, v in edits.materialized.items() if v.producer() in gone]:
+        del edits.materialized[seq_key]
+    for stack_key in [k for k, v in edits.stacks.items() if v.producer() in gone]:
+        del edits.stacks[stack_key]

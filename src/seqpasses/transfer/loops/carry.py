@@ -21,7 +21,15 @@ import numpy as np
 import onnx_ir as ir
 
 from seqpasses.core.dims import same_shape
-from seqpasses.core.graph import detach, drop_subgraphs, is_default, rebuild, subgraphs
+from seqpasses.core.graph import (
+    detach,
+    drop_nodes_of,
+    drop_subgraphs,
+    is_default,
+    own_output,
+    rebuild,
+    subgraphs,
+)
 from seqpasses.core.sequence import Reason, StackedSequence, StaticSequence
 from seqpasses.transfer.loops.induction import induction, stable
 from seqpasses.transfer.rows import empty_rows
@@ -186,7 +194,7 @@ def carry_stacked(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> 
         st = ctx.facts.stacked(copy.outputs[1 + j])
         if st is not None and same_shape(st.element, shape) and st.dtype == dtype:
             results[j] = st
-            copy.outputs[1 + j] = _own_output(copy, st.tensor)
+            copy.outputs[1 + j] = own_output(copy, st.tensor)
     _sweep(copy)
     if len(results) != len(lists) or any(old.uses() for old in olds.values()):
         # a sequence op on a list stayed (or the body returns it unlike): drop the copy
@@ -202,34 +210,15 @@ def carry_stacked(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> 
         for j, old in olds.items():
             copy.inputs[2 + j] = old
         ctx.edits.rollback(mark)
-        drop_subgraphs_of(copy)
+        drop_nodes_of(copy)
         return False
     _apply(ctx, node, scope, copy, lists, results)
-    drop_subgraphs_of(body)  # the replaced body must stop using outer values
+    drop_nodes_of(body)  # the replaced body must stop using outer values
     return True
 
 
 def _why(ctx: Context, node: ir.Node, text: str) -> None:
     ctx.facts.loop_reasons.setdefault(node, []).append(f"not carried as one tensor: {text}")
-
-
-def _own_output(graph: ir.Graph, value: ir.Value) -> ir.Value:
-    """``value`` as an output of ``graph``: an Identity when it is an input or comes from
-    outside (a graph output must be made by the graph)."""
-    if value.graph is graph and not value.is_graph_input() and not value.is_graph_output():
-        return value
-    ident = ir.node("Identity", [value])
-    graph.append(ident)
-    ident.outputs[0].type, ident.outputs[0].shape = value.type, value.shape
-    return ident.outputs[0]
-
-
-def drop_subgraphs_of(graph: ir.Graph) -> None:
-    """Take every node of a discarded copy out, so that it stops using outer values."""
-    nodes = list(graph)
-    for inner in nodes:
-        drop_subgraphs(inner)
-    detach(nodes)
 
 
 def _apply(

@@ -12,6 +12,7 @@ import onnx_ir as ir
 
 from seqpasses.core.dims import contradicts, fill_shape, same_shape
 from seqpasses.core.shapes import TypeAndShape
+from seqpasses.transfer.common import stable
 from seqpasses.walk.context import Context, Scope
 
 __all__ = [
@@ -25,21 +26,6 @@ __all__ = [
     "stable",
     "stays_true",
 ]
-
-
-def stable(ctx: Context, shape: ir.Shape | None) -> bool:
-    """Whether ``shape`` is the same wherever it is met: numbers and the inputs' dim names."""
-    if shape is None:
-        return False
-    return all(
-        isinstance(d, int)
-        or (
-            isinstance(d, ir.SymbolicDim)
-            and d.value is not None
-            and d.value in ctx.facts.input_dims
-        )
-        for d in shape
-    )
 
 
 def same(a: TypeAndShape | None, b: TypeAndShape) -> bool:

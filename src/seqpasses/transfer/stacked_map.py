@@ -1,0 +1,145 @@
+"""``SequenceMap`` over lists held as one tensor ``[n, *E]``: a ``Loop`` over ``n``.
+
+When a sequence input of a ``SequenceMap`` is not static (its length or positions are known
+only at run time) but can be held as one tensor ``S``, the map is the ``Loop`` that runs its body
+``n`` times: iteration ``i`` reads ``Gather(S, i)`` for each sequence input (tensor inputs are
+read as they are) and yields the body's outputs as scan outputs, ``[n, *O]`` each: the outputs
+are lists held as one tensor in turn. The body is copied and walked (its own sequence ops fold
+as anywhere else); the rewrite is kept only when no sequence op stays in the copy and every
+output has a shape that is the same every iteration (numbers, or the inputs' dim names), which
+a Loop that may run zero times must state in numbers (a zero-iteration scan output takes its
+shape from the body's declaration).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx_ir as ir
+
+from seqpasses.core.dims import same_dim
+from seqpasses.core.graph import drop_nodes_of, is_default, own_output, subgraph_path
+from seqpasses.core.sequence import Reason, StackedSequence
+from seqpasses.report import SEQUENCE_OPS
+from seqpasses.transfer import rows
+from seqpasses.transfer.common import stable
+from seqpasses.transfer.stacked import stacked_of
+from seqpasses.walk.context import Context, Scope
+
+__all__ = ["RULES", "map_stacked"]
+
+
+def map_stacked(
+    ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph, sequences: list[int]
+) -> Reason | None:
+    """Rewrite ``node`` (its inputs ``sequences`` are the sequence ones) as a Loop over the
+    lists held as one tensor; the reason when it cannot be done (nothing changed then)."""
+    if "stacked" in ctx.options.disabled:
+        return Reason("run-time-value", "lists of run-time length are not held as one tensor")
+    mark = ctx.edits.checkpoint()
+    held: dict[int, StackedSequence] = {}
+    for j in sequences:
+        st = stacked_of(ctx, node.inputs[j], scope, node)
+        if isinstance(st, Reason):
+            ctx.edits.rollback(mark)
+            return Reason(st.kind, f"input {j}: {st}")
+        held[j] = st
+    first = held[sequences[0]]
+    if any(not same_dim(st.length, first.length) for st in held.values()):
+        ctx.edits.rollback(mark)
+        text = "sequence inputs of lengths not provably equal (the map fails when they differ)"
+        return Reason("unknown-shape", text)
+    copy = body.clone(allow_outer_scope_values=True)
+    count = ir.Value(name=f"{node.name or 'map'}_i", type=ir.TensorType(ir.DataType.INT64))
+    count.shape = ir.Shape([])
+    go = ir.Value(name=f"{node.name or 'map'}_cond", type=ir.TensorType(ir.DataType.BOOL))
+    go.shape = ir.Shape([])
+    olds = list(copy.inputs)
+    while len(copy.inputs):
+        copy.inputs.pop()
+    copy.inputs.extend([count, go])
+    start = next(iter(copy), None)
+    for j, old in enumerate(olds):
+        value = node.inputs[j]
+        assert value is not None
+        if j in held:
+            read = ir.node("Gather", [held[j].tensor, count], attributes={"axis": 0})
+            if start is None:
+                copy.append(read)
+            else:
+                copy.insert_before(start, read)
+            value = read.outputs[0]
+            value.type, value.shape = held[j].tensor.type, held[j].element
+        old.replace_all_uses_with(value)
+    keep = ir.node("Identity", [go])
+    copy.append(keep)
+    keep.outputs[0].type, keep.outputs[0].shape = go.type, go.shape
+    outputs = list(copy.outputs)
+    while len(copy.outputs):
+        copy.outputs.pop()
+    outputs = [own_output(copy, out) for out in outputs]  # (no longer outputs themselves)
+    copy.outputs.extend([keep.outputs[0], *outputs])
+    emit = ctx.edits.emitter(scope, node)
+    trips = rows.length_of(emit, first)
+    always = emit.constant(np.array(True))  # (an absent last input would vanish when saved)
+    loop = ir.Node(
+        "",
+        "Loop",
+        [trips, always],
+        [ir.Attr("body", ir.AttributeType.GRAPH, copy)],
+        num_outputs=len(node.outputs),
+        name=ctx.edits.next_name(node.name or "SequenceMap", "Loop"),
+    )
+    assert node.graph is not None
+    node.graph.insert_before(node, loop)
+    ctx.edits.created.add(loop)
+    ctx.walk.rewalk(copy, scope, loop, "body")
+    inner = scope.inner(copy, subgraph_path(scope.path, loop, "body"))
+    why = _why_not(ctx, inner, copy, len(outputs), first)
+    if why is not None:
+        drop_nodes_of(copy)
+        ctx.edits.rollback(mark)
+        return why
+    for k, old in enumerate(node.outputs):
+        out, element = loop.outputs[k], inner.shapes.shape(copy.outputs[1 + k])
+        assert element is not None
+        copy.outputs[1 + k].shape = element  # declared: a zero-iteration scan output's shape
+        out.type, out.shape = copy.outputs[1 + k].type, ir.Shape([first.length, *element])
+        dtype = out.type.dtype if out.type is not None else None
+        ctx.facts.values[old] = StackedSequence(
+            out, first.length, element, dtype, first.least, checked=first.checked
+        )  # (its trip count is read off a checked tensor: so is its length)
+    n = len(node.outputs)
+    ctx.edits.applied("sequence-map-loop", node, f"a Loop over n with {n} scan output(s)")
+    return None
+
+
+def _why_not(
+    ctx: Context, inner: Scope, copy: ir.Graph, count: int, first: StackedSequence
+) -> Reason | None:
+    for kept in ir.traversal.RecursiveGraphIterator(copy):
+        if kept.op_type in SEQUENCE_OPS and is_default(kept):
+            why = ctx.facts.reasons.get(kept)
+            text = f"a {kept.op_type} stays in the body" + (f" ({why})" if why else "")
+            return Reason("copies", text)
+    for k in range(count):
+        out = copy.outputs[1 + k]
+        shape = inner.shapes.shape(out)
+        if shape is None or not stable(ctx, shape) or not isinstance(out.type, ir.TensorType):
+            text = f"output {k} of the body has no shape that holds every iteration"
+            return Reason("unknown-shape", text)
+        if first.least == 0 and not all(isinstance(d, int) for d in shape):
+            text = (
+                f"output {k} of the body has symbolic dims and the list may be empty "
+                "(a zero-iteration scan output takes its shape from numbers only)"
+            )
+            return Reason("unknown-shape", text)
+    return None
+
+
+RULES: dict[str, tuple[str, str]] = {
+    "sequence-map-loop": (
+        "stacked",
+        "SequenceMap over lists held as [n, *E] -> a Loop over n whose scan outputs are the "
+        "mapped lists",
+    ),
+}
