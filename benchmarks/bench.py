@@ -1,19 +1,28 @@
-"""Benchmark seqpasses against a bare onnx_ir round trip and onnxscript's optimizer.
+"""Benchmark seqpasses on several graph shapes at two sizes, against a bare onnx_ir round trip
+and onnxscript's optimizer, all measured in this one process and run.
 
-Usage (from the repository root):  python benchmarks/bench.py [--sizes 1000 10000 100000]
+Usage (from the repository root):
+    python benchmarks/bench.py [--sizes 2000 20000] [--runs 3] [--shapes "long list" ...]
 
-Builds sequence-heavy graphs (Construct -> Erase -> ConcatFromSequence chains, long
-SequenceInsert/SequenceErase chains, SplitToSequence -> SequenceAt fans), saves each to a
-temporary folder and measures, in this one process and run:
+For every shape of ``benchmarks/shapes.py`` (many graph outputs, one long list, wide reads of
+one list, many small loops, a chain of Ifs, many functions, a mixed graph) and every size it
+measures, best of ``--runs`` (three times as many at the small size):
 
-- the bare ``onnx_ir`` load + save round trip of the same file (the baseline);
-- seqpasses' time split into load / passes / shapes / save;
-- onnxscript's ``optimizer.optimize`` on the sizes up to --onnxscript-max (default 10k nodes);
-- peak memory of optimize at the largest size against the loaded model's own footprint,
-  each measured in a fresh child process;
-- onnxruntime latency of a sequence-heavy model before vs after optimizing (median).
+- the bare ``onnx_ir`` round trip of the ModelProto (deserialize + serialize): the baseline;
+- ``seqpasses.optimize`` on the ModelProto with its self-check on (what the API and the CLI do)
+  and, inside it, the time of the passes alone (µs per node);
+- at the largest size, the peak memory of optimize over the loaded model's own footprint, in a
+  fresh child process;
+- onnxscript's ``optimizer.optimize`` at the smallest size, in a child process killed after
+  ``--onnxscript-limit`` seconds.
 
-It prints the ratios the targets are stated in and whether each target holds.
+It prints, per shape, how time grows with the nodes (target: 10x the nodes, at most 12x the
+time), the ratio to the round trip at the largest size (target: at most 2x) and the pass time
+per node (target: at most 25 µs), and whether each target holds. The self-check is
+``onnx.checker.check_model(full_check=True)`` on the result; its time is shown apart, beside
+the same check of the input, because onnx's shape inference copies the enclosing scope into
+every subgraph and function it enters: quadratic on graphs with thousands of them, whoever
+calls it.
 """
 
 from __future__ import annotations
@@ -21,7 +30,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -30,248 +38,193 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import onnx
 import onnx_ir as ir
-from onnx import TensorProto, helper
 
 import seqpasses
-from seqpasses.io import save_model
 
-SEQUENCE_OPS = seqpasses.report.SEQUENCE_OPS
+sys.path.insert(0, str(Path(__file__).parent))
+from shapes import SHAPES
 
 
-def build(target_nodes: int, rows: int = 2, cols: int = 3) -> onnx.ModelProto:
-    """A graph of about ``target_nodes`` nodes made of three kinds of sequence-heavy units."""
-    nodes: list[onnx.NodeProto] = []
+def node_count(model: onnx.ModelProto) -> int:
+    """Nodes of the graph, its subgraphs and its functions."""
 
-    def node(op: str, inputs: list[str], output: str, **attrs: Any) -> str:
-        nodes.append(helper.make_node(op, inputs, [output], **attrs))
-        return output
+    def graph_nodes(nodes: Any) -> int:
+        total = 0
+        for node in nodes:
+            total += 1
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    total += graph_nodes(attr.g.node)
+                for g in attr.graphs:
+                    total += graph_nodes(g.node)
+        return total
 
-    def const(name: str, value: int) -> str:
-        return node(
-            "Constant", [], name, value=helper.make_tensor(name, TensorProto.INT64, [], [value])
-        )
+    return graph_nodes(model.graph.node) + sum(graph_nodes(f.node) for f in model.functions)
 
-    zero, minus = const("zero", 0), const("minus_two", -2)
-    acc = node("Concat", ["x", "x"], "acc0", axis=0)
-    unit = 0
-    while len(nodes) < target_nodes:
-        u = f"u{unit}"
-        # 1. Construct -> Erase -> ConcatFromSequence (torch.cat of an edited list)
-        r = node("Relu", ["x"], f"{u}_r")
-        s = node("SequenceConstruct", ["x", r, "x"], f"{u}_s")
-        t = node("SequenceErase", [s, minus], f"{u}_t")
-        a = node("ConcatFromSequence", [t], f"{u}_a", axis=0)
-        # 2. a long insert/erase chain (a list edited in place many times)
-        seq = node("SequenceConstruct", ["x", r], f"{u}_c0")
-        for k in range(1, 6):
-            seq = node("SequenceInsert", [seq, r if k % 2 else "x"], f"{u}_i{k}")
-            seq = node("SequenceErase", [seq, zero], f"{u}_e{k}")
-        b = node("ConcatFromSequence", [seq], f"{u}_b", axis=0)
-        # 3. SplitToSequence -> SequenceAt fan (torch.unbind then indexing)
-        parts = node("SplitToSequence", [a], f"{u}_p", axis=0, keepdims=1)
-        picks = [
-            node("SequenceAt", [parts, const(f"{u}_k{k}", k)], f"{u}_at{k}")
-            for k in range(2 * rows)
-        ]
-        c = node("Concat", picks, f"{u}_cat", axis=0)
-        acc = node("Add", [acc, node("Add", [b, c], f"{u}_bc")], f"{u}_acc")
-        unit += 1
-    graph = helper.make_graph(
-        nodes,
-        "bench",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, cols])],
-        [helper.make_tensor_value_info(acc, TensorProto.FLOAT, [2 * rows, cols])],
+
+def best(fn: Callable[[], Any], runs: int) -> tuple[float, Any]:
+    times, result = [], None
+    for _ in range(runs):
+        gc.collect()
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return min(times), result
+
+
+def measure(model: onnx.ModelProto, runs: int) -> dict[str, Any]:
+    row: dict[str, Any] = {"nodes": node_count(model)}
+    row["roundtrip"], _ = best(
+        lambda: ir.serde.serialize_model(ir.serde.deserialize_model(model)), runs
     )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    reports: list[seqpasses.Report] = []
 
+    def optimize() -> onnx.ModelProto:
+        reports.append(seqpasses.Report())
+        start = time.perf_counter()
+        result = seqpasses.optimize(model, report=reports[-1])
+        reports[-1].timings["total"] = time.perf_counter() - start
+        return result
 
-def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    start = time.perf_counter()
-    result = fn()
-    return time.perf_counter() - start, result
-
-
-def sequence_ops(model: ir.Model) -> int:
-    return seqpasses.count_sequence_ops(model)
-
-
-def measure(path: Path, out_dir: Path) -> dict[str, Any]:
-    row: dict[str, Any] = {}
-    row["roundtrip_load"], model = timed(lambda: ir.load(path))
-    row["roundtrip_save"], _ = timed(lambda: ir.save(model, out_dir / "roundtrip.onnx"))
-    row["roundtrip"] = row["roundtrip_load"] + row["roundtrip_save"]
-    row["nodes"] = sum(1 for _ in model.graph)
-    row["sequence_ops_before"] = sequence_ops(model)
-    del model
-    gc.collect()
-
-    row["load"], model = timed(lambda: seqpasses.io.load_model(path))
-    row["passes"], _ = timed(lambda: seqpasses.optimize_ir(model))
-    row["shapes"], _ = timed(lambda: seqpasses.inference.fill_shapes_in_place(model))
-    row["save"], _ = timed(lambda: save_model(model, out_dir / "optimized.onnx"))
-    row["sequence_ops_after"] = sequence_ops(model)
-    row["end_to_end"] = row["load"] + row["passes"] + row["save"]
+    row["optimize"], optimized = best(optimize, runs)
+    row["passes"] = min(r.timings["passes"] for r in reports)
+    row["self_check"] = min(r.timings["self_check"] for r in reports)
+    row["own"] = min(r.timings["total"] - r.timings["self_check"] for r in reports)
+    row["input_check"], _ = best(lambda: onnx.checker.check_model(model, full_check=True), 1)
+    row["before"] = seqpasses.count_sequence_ops(model)
+    row["after"] = seqpasses.count_sequence_ops(optimized)
     return row
 
 
-def measure_onnxscript(path: Path) -> dict[str, Any]:
-    import onnxscript.optimizer
-
-    other = ir.load(path)
-    seconds, _ = timed(lambda: onnxscript.optimizer.optimize(other))
-    return {"onnxscript": seconds, "onnxscript_sequence_ops_after": sequence_ops(other)}
-
-
-CHILD = r"""
-import json, sys, resource
-def rss():
+MEMORY = r"""
+import json, sys
+def status(key):
     for line in open('/proc/self/status'):
-        if line.startswith('VmRSS:'): return int(line.split()[1]) * 1024
-def hwm():
-    for line in open('/proc/self/status'):
-        if line.startswith('VmHWM:'): return int(line.split()[1]) * 1024
-import onnx_ir as ir, seqpasses
-base = rss()
-model = ir.load(sys.argv[1])
-loaded = rss()
+        if line.startswith(key): return int(line.split()[1]) * 1024
+import onnx, onnx_ir as ir, seqpasses
+proto = onnx.load(sys.argv[1])
+base = status('VmRSS:')
+model = ir.serde.deserialize_model(proto)
+loaded = status('VmRSS:')
 seqpasses.optimize_ir(model)
-print(json.dumps({"footprint": loaded - base, "peak_extra": hwm() - base}))
+print(json.dumps({"footprint": loaded - base, "peak": status('VmHWM:') - base}))
+"""
+
+ONNXSCRIPT = r"""
+import json, sys, time
+import onnx_ir as ir, onnxscript.optimizer, seqpasses
+model = ir.load(sys.argv[1])
+start = time.perf_counter()
+onnxscript.optimizer.optimize(model)
+print(json.dumps({"seconds": time.perf_counter() - start,
+                  "after": seqpasses.count_sequence_ops(model)}))
 """
 
 
-def memory(path: Path) -> dict[str, float]:
-    out = subprocess.run(
-        [sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True, check=True
-    )
-    data = json.loads(out.stdout)
-    return {
-        "footprint_mb": data["footprint"] / 2**20,
-        "peak_mb": data["peak_extra"] / 2**20,
-        "ratio": data["peak_extra"] / max(data["footprint"], 1),
-    }
-
-
-def latency(
-    path: Path, out_dir: Path, shape: tuple[int, int], runs: int = 200
-) -> tuple[float, float]:
-    import onnxruntime as ort
-
-    optimized = out_dir / "latency_opt.onnx"
-    model = ir.load(path)
-    seqpasses.optimize_ir(model)
-    save_model(model, optimized)
-    check = seqpasses.verify(onnx.load(path), onnx.load(optimized), runs=1)
-    assert check.ok, check.mismatch
-    feeds = {"x": np.random.default_rng(0).standard_normal(shape).astype(np.float32)}
-    medians = []
-    for file in (path, optimized):
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        session = ort.InferenceSession(str(file), options, providers=["CPUExecutionProvider"])
-        for _ in range(10):
-            session.run(None, feeds)
-        samples = []
-        for _ in range(runs):
-            start = time.perf_counter()
-            session.run(None, feeds)
-            samples.append(time.perf_counter() - start)
-        medians.append(statistics.median(samples))
-    return medians[0], medians[1]
+def child(script: str, path: Path, limit: float | None = None) -> dict[str, Any] | None:
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", script, str(path)],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=limit,
+        )
+    except subprocess.TimeoutExpired:
+        return None
+    except subprocess.CalledProcessError as error:
+        return {"error": (error.stderr.strip().splitlines() or ["failed"])[-1]}
+    data: dict[str, Any] = json.loads(out.stdout)
+    return data
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description="seqpasses benchmark")
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
-    parser.add_argument(
-        "--onnxscript-max",
-        type=int,
-        default=10000,
-        help="largest size onnxscript's optimizer is run on",
-    )
+    parser.add_argument("--sizes", type=int, nargs=2, default=[2000, 20000])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--shapes", nargs="+", choices=sorted(SHAPES), default=list(SHAPES))
+    parser.add_argument("--onnxscript-limit", type=float, default=120.0)
+    parser.add_argument("--no-onnxscript", action="store_true")
     args = parser.parse_args()
-    rows: dict[int, dict[str, Any]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        for size in args.sizes:
-            path = folder / f"bench_{size}.onnx"
-            onnx.save(build(size), path)
-            # Best of 3 runs at every size (the first also warms up imports): timings on a shared
-            # 2-core machine vary by tens of percent from run to run.
-            runs = [measure(path, folder) for _ in range(3)]
-            row = {k: min(r[k] for r in runs) for k in runs[0]}
-            if size <= args.onnxscript_max:
-                row.update(measure_onnxscript(path))
-            rows[size] = row
-            r = rows[size]
-            line = (
-                f"{r['nodes']:>7} nodes: load {r['load']:.3f}s passes {r['passes']:.3f}s "
-                f"shapes {r['shapes']:.3f}s save {r['save']:.3f}s | round trip {r['roundtrip']:.3f}s "
-                f"| end-to-end / round trip {r['end_to_end'] / r['roundtrip']:.2f}x "
-                f"| sequence ops {r['sequence_ops_before']} -> {r['sequence_ops_after']}"
-            )
-            if "onnxscript" in r:
-                line += (
-                    f" | onnxscript {r['onnxscript']:.2f}s ({r['onnxscript'] / r['passes']:.1f}x "
-                    f"seqpasses' passes, leaves {r['onnxscript_sequence_ops_after']} sequence ops)"
-                )
-            print(line, flush=True)
-        largest = max(args.sizes)
-        mem = memory(folder / f"bench_{largest}.onnx")
-        print(
-            f"memory at {rows[largest]['nodes']} nodes: model footprint {mem['footprint_mb']:.0f} MiB, "
-            f"peak while optimizing {mem['peak_mb']:.0f} MiB ({mem['ratio']:.2f}x)"
-        )
-        lat_path = folder / "latency.onnx"
-        onnx.save(build(1000, rows=32, cols=64), lat_path)
-        before, after = latency(lat_path, folder, (32, 64))
-        print(
-            f"onnxruntime latency (1k-node model, 32x64 input, median of 200): "
-            f"before {before * 1e3:.3f} ms, after {after * 1e3:.3f} ms ({before / after:.2f}x faster)"
-        )
-
-    print("\ntargets:")
-    sizes = sorted(rows)
-    checks = []
-    if len(sizes) >= 2:
-        a, b = sizes[-2], sizes[-1]
-        growth = rows[b]["passes"] / rows[a]["passes"]
-        scale = rows[b]["nodes"] / rows[a]["nodes"]
-        checks.append(
-            (
-                f"pass time at {rows[b]['nodes']} nodes / at {rows[a]['nodes']}: {growth:.2f}x "
-                f"(nodes x{scale:.1f}, target <= {1.1 * scale:.1f}x)",
-                growth <= 1.1 * scale,
-            )
-        )
-    worst = max(r["end_to_end"] / r["roundtrip"] for r in rows.values())
-    checks.append(
-        (f"end-to-end / bare round trip, worst size: {worst:.2f}x (target <= 2x)", worst <= 2)
+    small, large = sorted(args.sizes)
+    checks: list[tuple[str, bool]] = []
+    header = (
+        "| shape | nodes | sequence ops | round trip | optimize (self-check on) "
+        "| of which onnx.checker | onnx.checker on the input | passes | µs/node | time growth "
+        "| optimize / round trip | without onnx.checker | peak memory | onnxscript |"
     )
-    for size in sizes:
-        if "onnxscript" in rows[size]:
-            ratio = rows[size]["onnxscript"] / rows[size]["passes"]
+    print(header)
+    print("|---" * header.count(" | ") + "|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.shapes:
+            # the small size runs for tens of milliseconds: best of three times as many runs
+            rows = {
+                small: measure(SHAPES[name](small), 3 * args.runs),
+                large: measure(SHAPES[name](large), args.runs),
+            }
+            path = Path(tmp) / "model.onnx"
+            onnx.save(SHAPES[name](large), path)
+            memory = child(MEMORY, path)
+            other = None
+            if not args.no_onnxscript:
+                onnx.save(SHAPES[name](small), path)
+                other = child(ONNXSCRIPT, path, args.onnxscript_limit)
+            a, b = rows[small], rows[large]
+            scale = b["nodes"] / a["nodes"]
+            growth = b["optimize"] / a["optimize"]
+            own_growth = b["own"] / a["own"]
+            versus = b["optimize"] / b["roundtrip"]
+            own = b["own"] / b["roundtrip"]
+            per_node = 1e6 * b["passes"] / b["nodes"]
+            limit = 1.2 * scale
             checks.append(
                 (
-                    f"onnxscript / seqpasses passes at {rows[size]['nodes']} nodes: {ratio:.1f}x "
-                    "(target >= 20x at 10k)",
-                    ratio >= 20 or rows[size]["nodes"] < 10000,
+                    f"{name}: time x{growth:.1f} (x{own_growth:.1f} without onnx.checker) "
+                    f"for nodes x{scale:.1f}",
+                    growth <= limit,
                 )
             )
-    checks.append(
-        (f"memory peak / model footprint: {mem['ratio']:.2f}x (target <= 3x)", mem["ratio"] <= 3)
-    )
-    checks.append(
-        (
-            f"onnxruntime latency after / before: {after / before:.2f}x (target <= 1x, 5% noise)",
-            after <= before * 1.05,
-        )
-    )
+            checks.append(
+                (
+                    f"{name}: optimize / round trip {versus:.2f}x "
+                    f"({own:.2f}x without onnx.checker)",
+                    versus <= 2,
+                )
+            )
+            checks.append((f"{name}: {per_node:.1f} µs/node", per_node <= 25))
+            if memory is None or "error" in memory:
+                peak = "?"
+            else:
+                ratio = memory["peak"] / max(memory["footprint"], 1)
+                peak = f"{memory['peak'] / 2**20:.0f} MiB ({ratio:.1f}x model)"
+            if args.no_onnxscript:
+                theirs = "(not run)"
+            elif other is None:
+                theirs = f"> {args.onnxscript_limit:.0f} s at {a['nodes']:,}"
+            elif "error" in other:
+                theirs = f"failed: {other['error'][:60]}"
+            else:
+                theirs = (
+                    f"{other['seconds']:.2f} s at {a['nodes']:,} "
+                    f"({other['seconds'] / a['optimize']:.0f}x), leaves {other['after']}"
+                )
+            print(
+                f"| {name} | {a['nodes']:,} → {b['nodes']:,} "
+                f"| {a['before']} → {a['after']}, {b['before']} → {b['after']} "
+                f"| {a['roundtrip']:.3f} → {b['roundtrip']:.3f} s "
+                f"| {a['optimize']:.3f} → {b['optimize']:.3f} s "
+                f"| {a['self_check']:.3f} → {b['self_check']:.3f} s "
+                f"| {a['input_check']:.3f} → {b['input_check']:.3f} s "
+                f"| {a['passes']:.3f} → {b['passes']:.3f} s | {per_node:.1f} "
+                f"| {growth:.1f}x | {versus:.2f}x | {own:.2f}x | {peak} | {theirs} |",
+                flush=True,
+            )
+    print("\ntargets (10x nodes -> at most 12x time; at most 2x the round trip; 25 µs/node):")
     for text, ok in checks:
         print(f"  [{'ok' if ok else 'MISSED'}] {text}")
-    return 0
+    return 0 if all(ok for _, ok in checks) else 1
 
 
 if __name__ == "__main__":

@@ -56,9 +56,14 @@ def label(node: ir.Node) -> str:
     return f"{node.op_type} '{node.name}'" if node.name else node.op_type
 
 
+_HOLDERS = frozenset({"If", "Loop", "Scan", "SequenceMap"})  # the ONNX ops with graph attributes
+
+
 def subgraphs(node: ir.Node) -> list[tuple[str, ir.Graph]]:
     """The graphs a node holds, each with its attribute spelled as paths spell it
     (``body``, ``then_branch``, ``branches[1]``)."""
+    if node.domain in DEFAULT_DOMAINS and node.op_type not in _HOLDERS:
+        return []  # (called for every node of every walk: most hold no graph)
     found: list[tuple[str, ir.Graph]] = []
     for attr in node.attributes.values():
         if attr.is_ref():

@@ -10,6 +10,7 @@ spec would fail at run time, so that callers leave the node alone.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 import onnx_ir as ir
@@ -54,34 +55,76 @@ def normalize_at_position(position: int | None, length: int) -> int:
     return position + length if position < 0 else position
 
 
-@dataclass(frozen=True)
 class StaticSequence:
     """A sequence whose elements are known graph values, in order.
 
     ``dtype`` is the element type when known (SequenceEmpty's ``dtype`` attribute or
     the elements' own), so that an empty sequence can still be written back typed.
+
+    Versions share their elements: a sequence is a view of the first ``len`` items of a list
+    that later versions may extend. Appending to the newest version extends that list in place
+    and erasing the last element only shortens the view, so a chain of n appends (or pops)
+    costs O(n) in all, and every older version still sees exactly its own elements. Edits
+    elsewhere copy. ``elements`` (a tuple) is made when asked for, once per version.
     """
 
-    elements: tuple[ir.Value, ...]
-    dtype: ir.DataType | None
+    __slots__ = ("_items", "_length", "_tuple", "dtype")
+
+    def __init__(self, elements: Iterable[ir.Value], dtype: ir.DataType | None) -> None:
+        self._items: list[ir.Value] = list(elements)
+        self._length = len(self._items)
+        self._tuple: tuple[ir.Value, ...] | None = None
+        self.dtype = dtype
+
+    @classmethod
+    def _view(cls, items: list[ir.Value], length: int, dtype: ir.DataType | None) -> StaticSequence:
+        seq = cls.__new__(cls)
+        seq._items, seq._length, seq._tuple, seq.dtype = items, length, None, dtype
+        return seq
+
+    @property
+    def elements(self) -> tuple[ir.Value, ...]:
+        if self._tuple is None:
+            self._tuple = tuple(self._items[: self._length])
+        return self._tuple
 
     def __len__(self) -> int:
-        return len(self.elements)
+        return self._length
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StaticSequence):
+            return NotImplemented
+        return self.dtype == other.dtype and self.elements == other.elements
+
+    def __hash__(self) -> int:
+        return hash((self.elements, self.dtype))
+
+    def __repr__(self) -> str:
+        return f"StaticSequence({self.elements!r}, {self.dtype!r})"
 
     def insert(self, position: int | None, value: ir.Value) -> StaticSequence:
         index = normalize_insert_position(position, len(self))
-        items = list(self.elements)
+        dtype = self.dtype or value.dtype
+        if index == self._length:
+            items = self._items
+            if len(items) != self._length:  # a later version already extended the list
+                items = items[: self._length]
+            items.append(value)
+            return StaticSequence._view(items, self._length + 1, dtype)
+        items = self._items[: self._length]
         items.insert(index, value)
-        return StaticSequence(tuple(items), self.dtype or value.dtype)
+        return StaticSequence._view(items, self._length + 1, dtype)
 
     def erase(self, position: int | None) -> StaticSequence:
         index = normalize_at_position(position, len(self))
-        items = list(self.elements)
+        if index == self._length - 1:
+            return StaticSequence._view(self._items, index, self.dtype)
+        items = self._items[: self._length]
         del items[index]
-        return StaticSequence(tuple(items), self.dtype)
+        return StaticSequence._view(items, self._length - 1, self.dtype)
 
     def at(self, position: int) -> ir.Value:
-        return self.elements[normalize_at_position(position, len(self))]
+        return self._items[normalize_at_position(position, len(self))]
 
 
 Dim = int | ir.SymbolicDim

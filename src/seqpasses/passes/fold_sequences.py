@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import onnx_ir as ir
-import onnx_ir.passes.common as common_passes
 
 from seqpasses.core.graph import all_nodes, unique_value_names
 from seqpasses.passes.dead_code import RemoveDeadNodesPass
@@ -62,7 +61,6 @@ class FoldSequencesPass(ir.passes.InPlacePass):
         if created:
             # onnx_ir names new values per graph ("val_0"), which can repeat a name of an
             # enclosing graph; ONNX wants names unique across nested scopes.
-            common_passes.NameFixPass()(model)
             unique_value_names(model)
         RecordLeftPass(walk.walker, report)(model)
         survivors = sum(1 for node in all_nodes(model) if node not in created)
