@@ -13,7 +13,10 @@ pair that runs on the CPU. timm needs torchvision only for pure-Python pieces.)
 
 The models are scripted whole (``torch.jit.script``) and exported with the TorchScript exporter,
 which keeps their lists as sequence ops. Small configurations of the architectures keep the
-files small; the sequence-op structure is the architecture's own.
+files small; the sequence-op structure is the architecture's own. Tried and not exportable
+this way (faults of the TorchScript exporter, not of the models): timm's DenseNet
+(``prim::isinstance``), DLA ("adding dynamic tensor list to another"), HRNet, and
+torchvision's FeaturePyramidNetwork ("Couldn't lower all tuples").
 """
 
 from __future__ import annotations
@@ -37,6 +40,38 @@ class Case:
     shape: tuple[int, ...]  # the input's shape
     opset: int
     runs: int = 2
+
+
+def _res2net() -> nn.Module:
+    from timm.models.res2net import Bottle2neck
+    from timm.models.resnet import ResNet
+
+    torch.manual_seed(0)
+    return ResNet(
+        block=Bottle2neck,
+        layers=(1, 1, 1, 1),
+        channels=(8, 16, 32, 64),
+        base_width=26,
+        block_args={"scale": 4},
+        num_classes=10,
+    )
+
+
+def _vovnet() -> nn.Module:
+    from timm.models.vovnet import VovNet
+
+    torch.manual_seed(0)
+    cfg = {
+        "stem_chs": [16, 16, 32],
+        "stage_conv_chs": [16, 24, 32, 40],
+        "stage_out_chs": [32, 48, 64, 80],
+        "layer_per_block": 3,
+        "block_per_stage": [1, 1, 1, 1],
+        "residual": True,
+        "depthwise": False,
+        "attn": "ese",
+    }
+    return VovNet(cfg, num_classes=10)
 
 
 def _timm(name: str, **kwargs: object) -> Callable[[], nn.Module]:
@@ -65,6 +100,12 @@ CASES = [
         (1, 3, 64, 64),
         11,
     ),
+    # timm's Res2Net block: torch.split of the channels, a loop appending each scale's output
+    # to a list, torch.cat of the list (40 sequence ops at four stages).
+    Case("ts17_res2net_mini", _res2net, (1, 3, 64, 64), 17),
+    # timm's VoVNet (eSE): each one-shot aggregation block appends every layer's output to a
+    # list in a loop and concatenates it (28 sequence ops).
+    Case("ts17_vovnet_mini", _vovnet, (1, 3, 64, 64), 17),
 ]
 
 

@@ -131,6 +131,25 @@ unlike_shapes (float[2,3] a, float[4,3] b, int64 i, int64 steps) => (float[?,3] 
   }>
   grown = ConcatFromSequence<axis = 0>(final)
 }""",
+    # a model-local function of a custom domain beside a list that folds: the list goes, the
+    # function (no sequence op in it) stays unless --inline-functions (OpenVINO rejects it)
+    "local_function": """<ir_version: 8, opset_import: ["" : 18, "pkg.custom" : 1]>
+local_function (float[4,3] x) => (float[4,3] y) {
+  minus = Constant<value = int64 {-1}>()
+  three = Constant<value = int64[1] {3}>()
+  four = Constant<value = int64[1] {4}>()
+  parts = SplitToSequence<axis = 0, keepdims = 1>(x)
+  kept = SequenceErase(parts, minus)
+  scaled = pkg.custom.Scale(x)
+  head = ConcatFromSequence<axis = 0>(kept)
+  last = Slice(scaled, three, four)
+  y = Concat<axis = 0>(head, last)
+}
+<domain: "pkg.custom", opset_import: ["" : 18]>
+Scale (a) => (b) {
+  two = Constant<value = float {2.0}>()
+  b = Mul(a, two)
+}""",
 }
 
 

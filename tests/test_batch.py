@@ -52,7 +52,7 @@ def test_folder_keeps_layout_and_external_data_and_reports_failures(tmp_path: Pa
     assert (out / "nested" / "big.onnx.data").stat().st_size == 64 * 32 * 4
     assert not (out / "nested" / "broken.onnx").exists()
     assert not (out / "notes.txt").exists()
-    assert "5 models: 4 written, 1 failed" in result.stdout
+    assert "5 models: 4 optimized, 0 unchanged, 1 failed" in result.stdout
     assert "failed: nested/broken.onnx: " in result.stdout
     assert "not an ONNX model" in result.stderr and "Traceback" not in result.stderr
     data = json.loads(report.read_text())

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from seqpasses.api import optimize, optimize_ir
+from seqpasses.admit import BadInputError
+from seqpasses.api import InputWarning, optimize, optimize_ir
 from seqpasses.inference import ShapeFacts, ValueFact, infer_shapes, shape_facts
 from seqpasses.passes import FoldSequencesPass
 from seqpasses.report import Report, count_ops, count_sequence_ops
@@ -14,8 +15,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "REWRITES",
+    "BadInputError",
     "FoldOptions",
     "FoldSequencesPass",
+    "InputWarning",
     "Report",
     "ShapeFacts",
     "ValueFact",

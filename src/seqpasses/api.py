@@ -2,22 +2,38 @@
 
 from __future__ import annotations
 
-import gc
 import os
 import time
-from collections.abc import Callable, Iterable
-from typing import Any, overload
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict, overload
 
 import onnx
+import onnx.inliner
 import onnx_ir as ir
 
+from seqpasses.admit import BadInputError, admit, to_ir
+from seqpasses.core.pause import no_cycle_collection
+from seqpasses.overrides import fix_input_shapes
 from seqpasses.passes import FoldSequencesPass
 from seqpasses.report import Report, count_ops
 from seqpasses.selfcheck import passes_checker, self_check
 from seqpasses.transfer.table import select_rewrites
 from seqpasses.walk.context import DEFAULT_MAX_UNROLL, FoldOptions
 
-__all__ = ["checked", "optimize", "optimize_ir", "run_passes"]
+if TYPE_CHECKING:
+    from typing import Unpack  # (Python 3.11; only read by type checkers)
+
+__all__ = [
+    "InputWarning",
+    "OptimizeOptions",
+    "checked",
+    "inline_functions",
+    "optimize",
+    "optimize_ir",
+    "run_passes",
+]
 
 
 def run_passes(
@@ -40,15 +56,8 @@ def run_passes(
         max_unroll=max_unroll,
     )
     start = time.perf_counter()
-    # The walk allocates many small objects and frees none in cycles: the cyclic collector
-    # would only rescan the ever larger heap (superlinear on 100k-node graphs).
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with no_cycle_collection():
         FoldSequencesPass(options, report)(model)
-    finally:
-        if collecting:
-            gc.enable()
     report.timings["passes"] = time.perf_counter() - start
     report.ops_after = count_ops(model)
     return report
@@ -84,57 +93,45 @@ def optimize_ir(
     :class:`~seqpasses.selfcheck.SelfCheckError` is raised (a bug in seqpasses); this costs
     two serializations of the model.
     """
-    original = ir.serde.serialize_model(model) if self_check else None
-    report = run_passes(
-        model,
-        freeze_inputs=freeze_inputs,
-        strict_spec=strict_spec,
-        report=report,
-        skip=skip,
-        only=only,
-        max_unroll=max_unroll,
-    )
-    if original is not None:
-        checked(ir.serde.serialize_model(model), report, lambda: original)
+    with no_cycle_collection():
+        original = ir.serde.serialize_model(model) if self_check else None
+        report = run_passes(
+            model,
+            freeze_inputs=freeze_inputs,
+            strict_spec=strict_spec,
+            report=report,
+            skip=skip,
+            only=only,
+            max_unroll=max_unroll,
+        )
+        if original is not None:
+            checked(ir.serde.serialize_model(model), report, lambda: original)
     return model
 
 
-@overload
-def optimize(
-    model: onnx.ModelProto,
-    *,
-    freeze_inputs: bool = ...,
-    strict_spec: bool = ...,
-    report: Report | None = ...,
-    skip: Iterable[str] = ...,
-    only: Iterable[str] | None = ...,
-    max_unroll: int = ...,
-) -> onnx.ModelProto: ...
+class OptimizeOptions(TypedDict, total=False):
+    freeze_inputs: bool
+    strict_spec: bool
+    report: Report | None
+    skip: Iterable[str] | str
+    only: Iterable[str] | str | None
+    max_unroll: int
+    strict_input: bool
+    input_shapes: Mapping[str, Sequence[int]] | None
+    inline_functions: bool
+
+
+class InputWarning(UserWarning):
+    """The input fails the ONNX checker, but ONNX Runtime loads it (see seqpasses.admit)."""
 
 
 @overload
-def optimize(
-    model: ir.Model,
-    *,
-    freeze_inputs: bool = ...,
-    strict_spec: bool = ...,
-    report: Report | None = ...,
-    skip: Iterable[str] = ...,
-    only: Iterable[str] | None = ...,
-    max_unroll: int = ...,
-) -> ir.Model: ...
+def optimize(model: ir.Model, **options: Unpack[OptimizeOptions]) -> ir.Model: ...
 
 
 @overload
 def optimize(
-    model: str | os.PathLike[str],
-    *,
-    freeze_inputs: bool = ...,
-    strict_spec: bool = ...,
-    report: Report | None = ...,
-    skip: Iterable[str] = ...,
-    only: Iterable[str] | None = ...,
-    max_unroll: int = ...,
+    model: onnx.ModelProto | str | os.PathLike[str], **options: Unpack[OptimizeOptions]
 ) -> onnx.ModelProto: ...
 
 
@@ -144,20 +141,31 @@ def optimize(
     freeze_inputs: bool = False,
     strict_spec: bool = False,
     report: Report | None = None,
-    skip: Iterable[str] = (),
-    only: Iterable[str] | None = None,
+    skip: Iterable[str] | str = (),
+    only: Iterable[str] | str | None = None,
     max_unroll: int = DEFAULT_MAX_UNROLL,
+    strict_input: bool = False,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    inline_functions: bool = False,
 ) -> onnx.ModelProto | ir.Model:
     """Remove every sequence op whose sequence is known before run time.
 
     - an ``onnx.ModelProto`` gives a new ``ModelProto`` (the argument is not changed);
     - an ``onnx_ir.Model`` is optimized in place and returned;
-    - a path is loaded and gives a ``ModelProto``.
+    - a path is loaded (external data included: the result can be saved anywhere) and gives a
+      ``ModelProto``.
 
     ``freeze_inputs`` treats initializers that are also graph inputs as constants;
-    ``strict_spec`` follows the ONNX spec where ONNX Runtime departs from it (see README).
-    Pass a :class:`~seqpasses.report.Report` to learn what changed and what was left, and why.
+    ``strict_spec`` follows the ONNX spec where ONNX Runtime departs from it (see README);
+    ``input_shapes`` fixes graph input shapes (``{"x": [1, 3, 224, 224]}``), which may make
+    lists static; ``inline_functions`` inlines model-local functions (``onnx.inliner``) for
+    back ends that reject them. A model that fails the ONNX checker is taken when ONNX Runtime
+    loads it (an :class:`InputWarning`; ``strict_input`` refuses it), else
+    :class:`~seqpasses.admit.BadInputError` is raised; one with types onnx_ir cannot hold is
+    handed back unchanged (``report.unchanged`` says why). Pass a
+    :class:`~seqpasses.report.Report` to learn what changed and what was left, and why.
     """
+    report = report if report is not None else Report()
     kwargs: dict[str, Any] = {
         "freeze_inputs": freeze_inputs,
         "strict_spec": strict_spec,
@@ -167,10 +175,61 @@ def optimize(
         "max_unroll": max_unroll,
     }
     if isinstance(model, ir.Model):
-        return optimize_ir(model, **kwargs)
-    proto = model if isinstance(model, onnx.ModelProto) else onnx.load(os.fspath(model))
-    ir_model = ir.serde.deserialize_model(proto)
-    done = run_passes(ir_model, **kwargs)
-    result = ir.serde.serialize_model(ir_model)
-    checked(result, done, lambda: proto)
+        _admitted(ir.serde.serialize_model(model), "model", strict_input, report)
+        if input_shapes:
+            report.notes.extend(fix_input_shapes(model, input_shapes))
+        optimize_ir(model, **kwargs)
+        if inline_functions and model.functions:
+            inlined = ir.serde.deserialize_model(_inline(ir.serde.serialize_model(model), report))
+            model.graph = inlined.graph
+            model.functions.clear()
+        return model
+    if isinstance(model, onnx.ModelProto):
+        proto, name = model, "model"
+        _admitted(proto, name, strict_input, report)
+    else:
+        path = Path(os.fspath(model))
+        if not path.is_file():
+            raise BadInputError(f"{path}: no such file")
+        _admitted(path, str(path), strict_input, report)
+        proto = onnx.load(path)
+    held = to_ir(proto)
+    if isinstance(held, str):
+        report.ops_before = report.ops_after = count_ops(proto)
+        report.unchanged = held
+        report.notes.append(f"handed back unchanged: {held}")
+        copy = onnx.ModelProto()
+        copy.CopyFrom(proto)
+        return copy
+    with no_cycle_collection():
+        if input_shapes:
+            report.notes.extend(fix_input_shapes(held, input_shapes))
+        done = run_passes(held, **kwargs)
+        result = ir.serde.serialize_model(held)
+        del held
+        if inline_functions:
+            result = _inline(result, done)
+        checked(result, done, lambda: proto)
     return result
+
+
+def _admitted(model: onnx.ModelProto | Path, name: str, strict: bool, report: Report) -> None:
+    for line in admit(model, name, strict=strict):
+        report.warnings.append(line)
+        warnings.warn(line, InputWarning, stacklevel=3)
+
+
+def inline_functions(proto: onnx.ModelProto, report: Report) -> onnx.ModelProto:
+    """``proto`` with its model-local functions inlined at their call sites (``onnx.inliner``),
+    for back ends that reject them (OpenVINO: "No conversion rule found")."""
+    return _inline(proto, report)
+
+
+def _inline(proto: onnx.ModelProto, report: Report) -> onnx.ModelProto:
+    if not proto.functions:
+        return proto
+    count = len(proto.functions)
+    inlined: onnx.ModelProto = onnx.inliner.inline_local_functions(proto)
+    report.ops_after = count_ops(inlined)
+    report.notes.append(f"inlined {count} model-local function(s) at their call sites")
+    return inlined

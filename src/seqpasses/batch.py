@@ -37,6 +37,8 @@ class ModelResult:
     check: str = ""  # --check's status: verified, partial, not verified ("" without --check)
     rewrites: list[str] = dataclasses.field(default_factory=list)
     report: dict[str, Any] | None = None
+    changed: bool = False  # written and changed (else written as it was, or failed)
+    note: str = ""  # why it was written unchanged, or the input's warnings
 
 
 def _run_one(job: Job, relative: str) -> ModelResult:
@@ -66,6 +68,11 @@ def _run_one(job: Job, relative: str) -> ModelResult:
         "" if verdict is None else verdict.status,
         [f"{r.rule}: {r.op_type} {r.node} {r.detail}".strip() for r in report.rewrites],
         data,
+        outcome.written and report.changed,
+        "; ".join(
+            ([f"written unchanged: {report.unchanged}"] if report.unchanged else [])
+            + [f"warning: {w}" for w in report.warnings]
+        ),
     )
 
 
@@ -110,9 +117,10 @@ def _line(result: ModelResult, done: int, total: int) -> str:
     if not result.ok:
         return f"{count} FAIL {result.path}: {result.error}"
     check = f", {result.check}" if result.check and result.check != "verified" else ""
+    note = f"; {result.note}" if result.note else ""
     return (
         f"{count} ok   {result.path}: sequence ops {result.sequence_ops_before} -> "
-        f"{result.sequence_ops_after} ({result.seconds:.2f} s{check})"
+        f"{result.sequence_ops_after} ({result.seconds:.2f} s{check}){note}"
     )
 
 
@@ -162,11 +170,13 @@ def run_batch(
     results.sort(key=lambda r: r.path)
     failed = [r for r in results if not r.ok]
     done = [r for r in results if r.ok]
+    changed = [r for r in done if r.changed]
     unverified = [r for r in done if r.check == "not verified"]
     before = sum(r.sequence_ops_before for r in done)
     after = sum(r.sequence_ops_after for r in done)
     summary = (
-        f"{len(results)} models: {len(done)} written, {len(failed)} failed"
+        f"{len(results)} models: {len(changed)} optimized, {len(done) - len(changed)} unchanged, "
+        f"{len(failed)} failed"
         + (f", {len(unverified)} not verified" if unverified else "")
         + f"; sequence ops {before} -> {after} in the written ones; {elapsed:.1f} s with "
         f"{jobs} job(s)"
@@ -175,6 +185,8 @@ def run_batch(
         totals = {
             "models": len(results),
             "written": len(done),
+            "optimized": len(changed),
+            "unchanged": len(done) - len(changed),
             "failed": len(failed),
             "not_verified": len(unverified),
             "sequence_ops_before": before,

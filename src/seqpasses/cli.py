@@ -17,6 +17,7 @@ from typing import Any
 from seqpasses import __version__
 from seqpasses.batch import run_batch
 from seqpasses.io import BadInputError
+from seqpasses.overrides import parse_input_shape
 from seqpasses.pipeline import Job, run_job, write_report
 from seqpasses.report import Report, Rewrite
 from seqpasses.selfcheck import SelfCheckError
@@ -126,6 +127,26 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="run only these rewrite groups; repeatable",
     )
+    opt.add_argument(
+        "--strict-input",
+        action="store_true",
+        help="refuse a model that fails the ONNX checker (by default it is optimized, with a "
+        "warning, when ONNX Runtime loads it)",
+    )
+    opt.add_argument(
+        "--input-shape",
+        action="append",
+        default=[],
+        metavar="NAME:D1,D2,...",
+        help="fix a graph input's shape (e.g. x:1,3,224,224), which may make lists static; "
+        "repeatable",
+    )
+    opt.add_argument(
+        "--inline-functions",
+        action="store_true",
+        help="inline model-local functions at their call sites (for back ends such as "
+        "OpenVINO that reject them)",
+    )
     opt.add_argument("--report", type=Path, metavar="FILE", help="write a JSON report of the run")
     opt.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     opt.add_argument("-v", "--verbose", action="store_true", help="list every rewrite")
@@ -168,7 +189,20 @@ def _job(args: argparse.Namespace, source: Path, target: Path, report: Path | No
         only=None if args.only is None else tuple(args.only),
         max_unroll=args.max_unroll,
         report=report,
+        strict_input=args.strict_input,
+        input_shapes=tuple(_input_shapes(args.input_shape).items()),
+        inline_functions=args.inline_functions,
     )
+
+
+def _input_shapes(texts: list[str]) -> dict[str, tuple[int, ...]]:
+    shapes: dict[str, tuple[int, ...]] = {}
+    for text in texts:
+        name, dims = parse_input_shape(text)
+        if name in shapes and shapes[name] != dims:
+            raise BadInputError(f"--input-shape {name}: given twice, with different shapes")
+        shapes[name] = dims
+    return shapes
 
 
 def _usage(args: argparse.Namespace) -> None:
@@ -190,6 +224,11 @@ def _usage(args: argparse.Namespace) -> None:
         raise BadInputError("--jobs must be at least 1")
     if args.quiet and args.verbose:
         raise BadInputError("-q and -v contradict each other")
+    if str(args.output) == "-":
+        raise BadInputError(
+            "-o -: seqpasses writes a model file, not standard output; name the output file"
+        )
+    _input_shapes(args.input_shape)
 
 
 def _optimize(args: argparse.Namespace) -> int:
@@ -206,6 +245,8 @@ def _optimize(args: argparse.Namespace) -> int:
         )
     outcome = run_job(_job(args, args.input, args.output, args.report))
     report, verdict = outcome.report, outcome.verdict
+    for warning in report.warnings:
+        print(f"seqpasses: warning: {warning}", file=sys.stderr)
     check = None if verdict is None else verdict.as_dict()
     if verdict is not None and verdict.status == "mismatch":
         print(f"seqpasses: check failed, no output written: {verdict.mismatch}", file=sys.stderr)

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-import gc
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import onnx
 import onnx_ir as ir
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
+from seqpasses.admit import BadInputError, admit, first_line, to_ir
 from seqpasses.core.graph import DEFAULT_DOMAINS
 
 __all__ = [
     "BadInputError",
+    "Loaded",
     "external_data_files",
     "load_model",
     "read_model",
@@ -25,18 +27,28 @@ __all__ = [
 ]
 
 
-class BadInputError(Exception):
-    """The input cannot be optimized; the message is one line for the user."""
+@dataclass
+class Loaded:
+    """A model file as read: its protobuf (external data not loaded), the onnx_ir model (None
+    when onnx_ir cannot hold it: ``unheld`` says why) and the warnings to show."""
+
+    proto: onnx.ModelProto
+    model: ir.Model | None
+    unheld: str = ""
+    warnings: list[str] = field(default_factory=list)
 
 
-def load_model(path: str | os.PathLike[str]) -> ir.Model:
-    """Load and check a model file, raising :class:`BadInputError` with a one-line reason."""
-    return read_model(path)[0]
+def load_model(path: str | os.PathLike[str], *, strict: bool = False) -> ir.Model:
+    """Load a model file, raising :class:`BadInputError` with a one-line reason when it
+    cannot be taken (see :mod:`seqpasses.admit`) or onnx_ir cannot hold it."""
+    loaded = read_model(path, strict=strict)
+    if loaded.model is None:
+        raise BadInputError(f"{path}: {loaded.unheld}")
+    return loaded.model
 
 
-def read_model(path: str | os.PathLike[str]) -> tuple[ir.Model, onnx.ModelProto]:
-    """:func:`load_model`, also returning the protobuf it was read from (external data not
-    loaded)."""
+def read_model(path: str | os.PathLike[str], *, strict: bool = False) -> Loaded:
+    """Read, admit (:func:`seqpasses.admit.admit`) and deserialize a model file."""
     file = Path(path)
     if not file.exists():
         raise BadInputError(f"{file}: no such file")
@@ -47,31 +59,18 @@ def read_model(path: str | os.PathLike[str]) -> tuple[ir.Model, onnx.ModelProto]
     try:
         proto = onnx.load(os.fspath(file), load_external_data=False)
     except (DecodeError, ValueError, RuntimeError, OSError) as error:
-        raise BadInputError(f"{file}: not an ONNX model ({_first_line(error)})") from None
+        raise BadInputError(f"{file}: not an ONNX model ({first_line(error)})") from None
     if not proto.HasField("graph") or (not proto.graph.node and not proto.graph.output):
         raise BadInputError(f"{file}: not an ONNX model (no graph)")
     if not any(op.domain in DEFAULT_DOMAINS for op in proto.opset_import):
         raise BadInputError(f"{file}: the model imports no ONNX opset (opset_import is empty)")
-    try:
-        onnx.checker.check_model(os.fspath(file))
-    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as error:
-        raise BadInputError(
-            f"{file}: the model fails the ONNX checker: {_first_line(error)}"
-        ) from None
-    except Exception as error:
-        raise BadInputError(
-            f"{file}: the model fails the ONNX checker: {_first_line(error)}"
-        ) from None
-    collecting = gc.isenabled()
-    gc.disable()  # deserializing allocates ~10 objects per node and frees none in cycles
-    try:
-        model = ir.serde.deserialize_model(proto)
-    finally:
-        if collecting:
-            gc.enable()
+    warnings = admit(file, str(file), strict=strict)
+    model = to_ir(proto)
+    if isinstance(model, str):
+        return Loaded(proto, None, model, warnings)
     # External weights stay on disk until something reads them.
     ir.external_data.set_base_dir(model.graph, file.resolve().parent)
-    return model, proto
+    return Loaded(proto, model, "", warnings)
 
 
 _TWO_GB = 2**31
@@ -129,7 +128,7 @@ def write_text(path: Path, text: str) -> None:
 
 
 def save_model(
-    model: ir.Model,
+    model: ir.Model | None,
     path: str | os.PathLike[str],
     external_data: str | None = None,
     proto: onnx.ModelProto | None = None,
@@ -140,7 +139,7 @@ def save_model(
     a failure leaves no half-written file. With ``external_data`` (a file name beside the
     output) every initializer's data goes there instead of into the protobuf, which cannot
     exceed 2 GB. ``proto``: ``model`` already serialized (written as it is when no external
-    data is asked for).
+    data is asked for); with ``model`` None, ``proto`` is written (its external data loaded).
     """
     target = Path(path)
     if not target.parent.is_dir():
@@ -154,12 +153,18 @@ def save_model(
     try:
         staged = staging / target.name
         if external_data is not None:
-            ir.save(model, staged, format="protobuf", external_data=external_data)
+            if model is not None:
+                ir.save(model, staged, format="protobuf", external_data=external_data)
+            else:
+                assert proto is not None
+                onnx.save_model(proto, staged, save_as_external_data=True, location=external_data)
             data = staging / external_data
             if data.exists():
                 _replace(data, target.parent / external_data)
         else:
-            proto = proto if proto is not None else ir.serde.serialize_model(model)
+            if proto is None:
+                assert model is not None
+                proto = ir.serde.serialize_model(model)
             if proto.ByteSize() >= _TWO_GB:
                 raise BadInputError(
                     f"{target}: the model is larger than 2 GB; write its weights with --external-data"
@@ -170,8 +175,3 @@ def save_model(
         raise BadInputError(f"{target}: cannot write ({error.strerror or error})") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__

@@ -20,7 +20,8 @@ from typing import Any
 import onnx
 import onnx_ir as ir
 
-from seqpasses.api import checked, run_passes
+from seqpasses.admit import to_ir
+from seqpasses.api import checked, inline_functions, run_passes
 from seqpasses.inference import fill_shapes_in_place
 from seqpasses.io import (
     BadInputError,
@@ -30,7 +31,8 @@ from seqpasses.io import (
     uses_external_data,
     write_text,
 )
-from seqpasses.report import Report
+from seqpasses.overrides import fix_input_shapes, with_input_shapes
+from seqpasses.report import Report, count_ops
 from seqpasses.verify import VerifyReport, load_inputs, verify
 from seqpasses.walk.context import DEFAULT_MAX_UNROLL
 
@@ -58,6 +60,9 @@ class Job:
     only: tuple[str, ...] | None = None
     max_unroll: int = DEFAULT_MAX_UNROLL
     report: Path | None = None  # the JSON report this job's CLI run writes (checked here)
+    strict_input: bool = False  # refuse a model the ONNX checker rejects (see seqpasses.admit)
+    input_shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    inline_functions: bool = False
 
 
 @dataclass
@@ -160,11 +165,12 @@ def run_job(job: Job) -> Outcome:
     difference) write one model. Raises :class:`BadInputError` with a one-line message for
     anything wrong with the input or the paths."""
     start = time.perf_counter()
-    model, loaded = read_model(job.input)
-    report = Report()
+    loaded = read_model(job.input, strict=job.strict_input)
+    report = Report(warnings=list(loaded.warnings))
     report.timings["load"] = time.perf_counter() - start
+    model = loaded.model
     external = job.external_data
-    if external is None and uses_external_data(model):
+    if external is None and _external(loaded.proto):
         external = ""
     if external == "":
         external = f"{job.output.name}.data"
@@ -173,33 +179,43 @@ def run_job(job: Job) -> Outcome:
         job.output,
         external,
         job.report,
-        external_data_files(loaded, job.input.parent),
+        external_data_files(loaded.proto, job.input.parent),
     )
+    if model is None:  # a type onnx_ir cannot hold: the model goes through as it is
+        return _unchanged(job, loaded.proto, loaded.unheld, report, external)
     inputs = load_inputs(job.check_inputs) if job.check_inputs is not None else None
-    run_passes(
-        model,
-        freeze_inputs=job.freeze_inputs,
-        strict_spec=job.strict_spec,
-        report=report,
-        skip=job.skip,
-        only=job.only,
-        max_unroll=job.max_unroll,
-    )
+    options: dict[str, Any] = {
+        "freeze_inputs": job.freeze_inputs,
+        "strict_spec": job.strict_spec,
+        "skip": job.skip,
+        "only": job.only,
+        "max_unroll": job.max_unroll,
+    }
+    if job.input_shapes:
+        report.notes.extend(fix_input_shapes(model, dict(job.input_shapes)))
+    run_passes(model, report=report, **options)
+    if job.input_shapes:
+        report.notes.append(_enabled(loaded.proto, options, report))
+        report.notes[:] = [note for note in report.notes if note]
     if job.infer_shapes:
         start = time.perf_counter()
         fill_shapes_in_place(model)
         report.timings["shapes"] = time.perf_counter() - start
     start = time.perf_counter()
     result = ir.serde.serialize_model(model)
+    if job.inline_functions:
+        result = inline_functions(result, report)
     report.timings["serialize"] = time.perf_counter() - start
-    checked(result, report, lambda: loaded)
+    checked(result, report, lambda: loaded.proto)
     verdict = None
     if job.check:
         start = time.perf_counter()
-        before, after = loaded, result
+        before, after = loaded.proto, result
+        if job.input_shapes:  # the original, run on inputs of the fixed shapes
+            before = with_input_shapes(before, dict(job.input_shapes))
         if uses_external_data(model):
             before, after = (
-                _with_data(loaded, job.input.parent),
+                _with_data(before, job.input.parent),
                 _with_data(result, job.input.parent),
             )
         verdict = verify(
@@ -214,9 +230,49 @@ def run_job(job: Job) -> Outcome:
         if verdict.status == "mismatch":
             return Outcome(report, verdict)
     start = time.perf_counter()
-    save_model(model, job.output, external, proto=result)
+    if job.inline_functions:
+        result = _with_data(result, job.input.parent) if uses_external_data(model) else result
+        save_model(None, job.output, external, proto=result)
+    else:
+        save_model(model, job.output, external, proto=result)
     report.timings["save"] = time.perf_counter() - start
     return Outcome(report, verdict)
+
+
+def _external(proto: onnx.ModelProto) -> bool:
+    return any(
+        t.data_location == onnx.TensorProto.EXTERNAL
+        for t in onnx.external_data_helper._get_all_tensors(proto)
+    )
+
+
+def _unchanged(
+    job: Job, proto: onnx.ModelProto, why: str, report: Report, external: str | None
+) -> Outcome:
+    """Write a model onnx_ir cannot hold as it is, and say why (exit 0: nothing was lost)."""
+    report.ops_before = report.ops_after = count_ops(proto)
+    report.unchanged = why
+    report.notes.append(f"written unchanged: {why}")
+    if job.check:
+        report.notes.append("not checked: the model is written unchanged")
+    full = _with_data(proto, job.input.parent) if _external(proto) else proto
+    start = time.perf_counter()
+    save_model(None, job.output, external if _external(proto) else job.external_data, full)
+    report.timings["save"] = time.perf_counter() - start
+    return Outcome(report, None)
+
+
+def _enabled(proto: onnx.ModelProto, options: dict[str, Any], report: Report) -> str:
+    """What --input-shape enabled: the sequence ops left without it, on a fresh copy."""
+    without = to_ir(proto)
+    if isinstance(without, str):
+        return ""
+    left = run_passes(without, **options).sequence_ops_after
+    gained = left - report.sequence_ops_after
+    return (
+        f"--input-shape let {gained} more sequence op(s) go ({left} would stay without it, "
+        f"{report.sequence_ops_after} stay with it)"
+    )
 
 
 def write_report(path: Path, data: dict[str, Any]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -81,6 +82,13 @@ class Report:
     left: list[Rewrite] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # about the input (see seqpasses.admit)
+    unchanged: str = ""  # why the model was handed back unchanged, when it was
+
+    @property
+    def changed(self) -> bool:
+        """Whether optimize changed the model (a rewrite, or a different op count)."""
+        return not self.unchanged and (bool(self.rewrites) or self.ops_before != self.ops_after)
 
     @property
     def sequence_ops_before(self) -> int:
@@ -129,16 +137,22 @@ class Report:
             "rewrites": [r.as_dict() for r in self.rewrites],
             "left": [r.as_dict() for r in self.left],
             "notes": list(self.notes),
+            "warnings": list(self.warnings),
+            "changed": self.changed,
+            "unchanged": self.unchanged or None,
             "timings_s": dict(self.timings),
         }
 
 
-def count_ops(model: ir.Model | onnx.ModelProto) -> Counter[str]:
-    """Op counts over the main graph, every subgraph and every model-local function.
+def count_ops(model: ir.Model | onnx.ModelProto | str | os.PathLike[str]) -> Counter[str]:
+    """Op counts over the main graph, every subgraph and every model-local function (of a
+    ``ModelProto``, an ``onnx_ir`` model or a model file).
 
     Ops of other domains are counted as ``domain::op_type``.
     """
     counts: Counter[str] = Counter()
+    if isinstance(model, str | os.PathLike):
+        model = onnx.load(os.fspath(model), load_external_data=False)
     if isinstance(model, onnx.ModelProto):
         for op_type, domain in _proto_nodes(model):
             counts[op_type if domain in DEFAULT_DOMAINS else f"{domain}::{op_type}"] += 1
@@ -149,7 +163,7 @@ def count_ops(model: ir.Model | onnx.ModelProto) -> Counter[str]:
     return counts
 
 
-def count_sequence_ops(model: ir.Model | onnx.ModelProto) -> int:
+def count_sequence_ops(model: ir.Model | onnx.ModelProto | str | os.PathLike[str]) -> int:
     """How many default-domain sequence ops a model holds, subgraphs and functions included."""
     return sum(n for op, n in count_ops(model).items() if op in SEQUENCE_OPS)
 

@@ -60,9 +60,12 @@ def inspect_command(args: argparse.Namespace) -> int:
     originals: list[tuple[ir.Node, str]] = []
     seen: set[str] = set()
     for index, node in enumerate(all_nodes(model)):
-        # the report names nodes by name: an unnamed or repeated one gets its walk index
-        if not node.name or node.name in seen:
+        # the report names nodes by name: an unnamed one gets its walk index, a repeated one
+        # (exporters repeat names across subgraphs) keeps its name with the index added
+        if not node.name:
             node.name = f"#{index}"
+        elif node.name in seen:
+            node.name = f"{node.name}#{index}"
         seen.add(node.name)
         originals.append((node, node.name))
     where = graph_paths(model)
