@@ -59,17 +59,23 @@ class Emitter:
         self,
         op_type: str,
         inputs: Sequence[ir.Value | None],
-        attributes: dict[str, object] | None = None,
+        attributes: dict[str, object] | list[ir.Attr] | None = None,
         num_outputs: int = 1,
     ) -> ir.Node:
         base = (self.anchor.name or self.anchor.op_type) if self.anchor else "output"
-        node = ir.node(
-            op_type,
-            list(inputs),
-            attributes,  # type: ignore[arg-type]
-            num_outputs=num_outputs,
-            name=self.owner.next_name(base, op_type),
-        )
+        name = self.owner.next_name(base, op_type)
+        if isinstance(attributes, list):  # ready-made attributes: no conversion to pay for
+            node = ir.Node(
+                "", op_type, list(inputs), attributes, num_outputs=num_outputs, name=name
+            )
+        else:
+            node = ir.node(
+                op_type,
+                list(inputs),
+                attributes,  # type: ignore[arg-type]
+                num_outputs=num_outputs,
+                name=name,
+            )
         if self.owner.dry:
             pass  # a dry walk: the node only describes a value, it never enters the graph
         elif self.anchor is None:
@@ -86,7 +92,7 @@ class Emitter:
     def constant(self, array: np.ndarray) -> ir.Value:
         # ir.Tensor directly: ir.tensor's protocol checks cost 8x more, once per constant
         tensor = ir.Tensor(array) if array.dtype != object else ir.tensor(array)
-        out = self._add("Constant", [], {"value": tensor}).outputs[0]
+        out = self._add("Constant", [], [ir.AttrTensor("value", tensor)]).outputs[0]
         out.type = ir.TensorType(tensor.dtype)
         out.shape = ir.Shape(list(array.shape))
         out.const_value = tensor

@@ -65,6 +65,9 @@ _SAME_AS_INPUT = frozenset(
 )
 
 
+_ELEMENTWISE = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"})
+
+
 class ShapeOracle:
     """Fills in missing types and shapes of tensor values, one producer at a time."""
 
@@ -126,6 +129,19 @@ class ShapeOracle:
             and isinstance(first[0], ir.TensorType)
         ):
             return [(first[0], ir.Shape(list(first[1])) if first[1] is not None else None)]
+        if (
+            node.op_type in _ELEMENTWISE
+            and len(inputs) == 2
+            and len(node.outputs) == 1
+            and first is not None
+            and inputs[1] is not None
+            and isinstance(first[0], ir.TensorType)
+            and first[0] == inputs[1][0]
+            and first[1] is not None
+            and first[1] == inputs[1][1]
+            and all(isinstance(d, int) for d in first[1])
+        ):  # the same numeric shape on both sides: no broadcasting to work out
+            return [(first[0], ir.Shape(list(first[1])))]
         pairs = list(zip(node.inputs, inputs, strict=True))
         if any(v is not None and (t is None or t[0] is None) for v, t in pairs):
             return unknown

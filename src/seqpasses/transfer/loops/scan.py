@@ -159,7 +159,8 @@ def _apply(
         stacked = reversed_
     for reader in readers:
         _rewrite_reader(ctx, _scope_of(ctx, scope, reader), reader, stacked, rank, initial)
-    give_carried_shapes(new, induction(ctx, scope, new, body)[1])
+    if len(new.inputs) > 2:  # other values are carried: their shapes, proven anew
+        give_carried_shapes(new, induction(ctx, scope, new, body)[1])
     return new
 
 
