@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -23,6 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from fuzz_programs import loop_programs, nested_programs, programs
 from fuzz_stacked import carried_programs, stacked_programs
 from test_fuzz import check_program
+
+FAILURE = Path(tempfile.gettempdir()) / "seqpasses_fuzz_failure.onnx"
 
 
 def main() -> int:
@@ -70,6 +73,8 @@ def main() -> int:
                 check_program(model)
         except Exception as error:
             error.add_note(onnx.printer.to_text(proto))
+            onnx.save(proto, FAILURE)  # the last one saved is the shrunk example hypothesis reports
+            error.add_note(f"(saved as {FAILURE})")
             raise
 
     start = time.perf_counter()

@@ -102,3 +102,41 @@ def test_found_length_of_a_map_over_a_list_erased_at_a_run_time_position_keeps_i
     inputs = [{"x0": x, "x1": x, "p": np.array(p, np.int64)} for p in (0, -1, 1, -2)]
     check_program(model, inputs)
     assert sequence_op_count(seqpasses.optimize(model)) == 0
+
+
+def test_found_what_only_a_dead_branch_node_read_goes_in_one_run() -> None:
+    """Found by scripts/fuzz.py --nested (seed 14): after unrolling, a SequenceAt left dead in
+    a branch still read the first iteration's list, which kept that iteration's nodes alive
+    until a second run removed them (subgraphs are now cleaned before their graph)."""
+    model = onnx.parser.parse_model(
+        """
+        <ir_version: 7, opset_import: ["" : 13]>
+        g (float[2,3] x, bool flag) => (float[2,3] r) {
+            n = Constant <value = int64 {2}> ()
+            t = Constant <value = bool {1}> ()
+            init = SequenceConstruct (x)
+            final, state = Loop (n, t, init, x) <body = body (int64 i, bool c, seq(float) l,
+                                                             float[2,3] h)
+                                                     => (bool co, seq(float) lo, float[2,3] ho) {
+                fi = Cast <to = 1> (i)
+                e = Mul (h, fi)
+                ho = Add (h, x)
+                b = If (flag) <else_branch = el () => (float[2,3] y) {
+                    y = Identity (e)
+                }, then_branch = th () => (float[2,3] z) {
+                    zero = Constant <value = int64 {0}> ()
+                    top = SequenceAt (l, zero)
+                    z = Add (top, e)
+                }>
+                lo = SequenceInsert (l, b)
+                co = Identity (c)
+            }>
+            last = Constant <value = int64 {-1}> ()
+            r = SequenceAt (final, last)
+        }
+        """
+    )
+    check_program(model)  # includes: a second run changes nothing
+    optimized = seqpasses.optimize(model)
+    assert sequence_op_count(optimized) == 0
+    assert [n.op_type for n in optimized.graph.node].count("Cast") == 1  # one iteration's

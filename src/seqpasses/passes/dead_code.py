@@ -3,7 +3,7 @@
 onnx_ir's ``RemoveUnusedNodesPass`` removes dead nodes one ``Graph.remove`` call at a time, and
 each call builds a set of the graph's outputs: O(dead nodes x graph outputs), seconds on a graph
 with thousands of outputs. It also keeps a node alive while the subgraph of another dead node
-still reads it. So the dead set is found here first, in one backward sweep per graph, and
+still reads it. So the dead set is found here first, by marking what the outputs read, and
 removed with one ``Graph.remove`` call (linear in what it removes). The library's pass then runs
 on what is left: it finds nothing dead, and does the rest of its job as it always does (trailing
 empty inputs, unused optional outputs, unused initializers, function bodies).
@@ -14,7 +14,7 @@ from __future__ import annotations
 import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
 
-from seqpasses.core.graph import drop_subgraphs, nested_nodes, subgraphs
+from seqpasses.core.graph import drop_subgraphs, subgraphs
 
 __all__ = ["RemoveDeadNodesPass", "remove_dead_nodes"]
 
@@ -22,40 +22,50 @@ __all__ = ["RemoveDeadNodesPass", "remove_dead_nodes"]
 def remove_dead_nodes(graph: ir.Graph | ir.Function) -> int:
     """Remove the nodes of ``graph`` (and of its live nodes' subgraphs, at any depth) that
     reach none of its outputs; the number removed. A node read only from inside the subgraph
-    of a dead node is dead too."""
-    outputs = frozenset(graph.outputs)
-    owner: dict[ir.Node, ir.Node] = {}  # a node of a subgraph -> the node of ``graph`` holding it
+    of a dead node is dead too. Liveness is marked from the outputs backwards, so the order
+    of the nodes does not matter (an unrolled or inlined copy may leave them unsorted).
+    Subgraphs are cleaned first: what a dead node inside a branch read must not keep an outer
+    node alive."""
+    count = 0
     for node in graph:
-        if subgraphs(node):
-            for inner in nested_nodes(node):
-                owner[inner] = node
-    dead: set[ir.Node] = set()
-    for node in reversed(graph):
-        if all(_unread(value, outputs, owner, dead) for value in node.outputs):
-            dead.add(node)
+        for _, held in subgraphs(node):
+            count += remove_dead_nodes(held)
+    live: set[ir.Node] = set()
+    stack = [p for p in (v.producer() for v in graph.outputs) if p is not None]
+    while stack:
+        node = stack.pop()
+        if node in live or node.graph is not _graph_of(graph):
+            continue
+        live.add(node)
+        for value in _reads(node):
+            producer = value.producer() if value is not None else None
+            if producer is not None and producer not in live:
+                stack.append(producer)
+    dead = [node for node in graph if node not in live]
     for node in dead:
         if subgraphs(node):
             drop_subgraphs(node)
     if dead:
         graph.remove(dead, safe=True)
-    count = len(dead)
-    for node in graph:
-        for _, held in subgraphs(node):
-            count += remove_dead_nodes(held)
-    return count
+    return count + len(dead)
 
 
-def _unread(
-    value: ir.Value,
-    outputs: frozenset[ir.Value],
-    owner: dict[ir.Node, ir.Node],
-    dead: set[ir.Node],
-) -> bool:
-    if value in outputs:
-        return False
-    # in a sorted graph every reader comes later and has been decided; one not yet decided
-    # (an unsorted graph) counts as alive
-    return all(owner.get(user, user) in dead for user, _ in value.uses())
+def _graph_of(graph: ir.Graph | ir.Function) -> ir.Graph:
+    return graph.graph if isinstance(graph, ir.Function) else graph
+
+
+def _reads(node: ir.Node) -> list[ir.Value | None]:
+    """What ``node`` reads: its inputs, and every value its subgraphs (at any depth) read or
+    return (a branch may return an outer value as it is)."""
+    reads = list(node.inputs)
+    graphs = [g for _, g in subgraphs(node)]
+    while graphs:
+        inner = graphs.pop()
+        reads.extend(inner.outputs)
+        for held in inner:
+            reads.extend(held.inputs)
+            graphs.extend(g for _, g in subgraphs(held))
+    return reads
 
 
 class RemoveDeadNodesPass(ir.passes.InPlacePass):
