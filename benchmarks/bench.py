@@ -49,19 +49,7 @@ from shapes import SHAPES
 
 def node_count(model: onnx.ModelProto) -> int:
     """Nodes of the graph, its subgraphs and its functions."""
-
-    def graph_nodes(nodes: Any) -> int:
-        total = 0
-        for node in nodes:
-            total += 1
-            for attr in node.attribute:
-                if attr.type == onnx.AttributeProto.GRAPH:
-                    total += graph_nodes(attr.g.node)
-                for g in attr.graphs:
-                    total += graph_nodes(g.node)
-        return total
-
-    return graph_nodes(model.graph.node) + sum(graph_nodes(f.node) for f in model.functions)
+    return sum(seqpasses.count_ops(model).values())
 
 
 def best(fn: Callable[[], Any], runs: int) -> tuple[float, Any]:

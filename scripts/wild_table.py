@@ -26,17 +26,6 @@ import seqpasses
 WILD = Path("sample_models") / "wild"
 
 
-def inputs_of(path: Path) -> list[dict[str, np.ndarray]]:
-    data = np.load(path.with_suffix(".npz"))
-    runs: dict[str, dict[str, np.ndarray]] = {}
-    for key in data.files:
-        run, _, rest = key.partition(".")
-        kind, _, name = rest.partition(":")
-        if kind == "input":
-            runs.setdefault(run, {})[name] = data[key]
-    return [runs[k] for k in sorted(runs)]
-
-
 def latency(model: onnx.ModelProto, feeds: dict[str, np.ndarray], runs: int = 200) -> float:
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
@@ -68,7 +57,7 @@ def main() -> int:
             optimized = seqpasses.optimize(model, report=report)
         seconds = time.perf_counter() - start
         before, after = seqpasses.count_ops(model), seqpasses.count_ops(optimized)
-        feeds = inputs_of(path)
+        feeds = seqpasses.load_inputs(path.with_suffix(".npz"))
         note = report.unchanged or ("; ".join(sorted({x.detail for x in report.left})) or "—")
         if report.warnings:
             note = "checker: " + report.warnings[0].split("checker says: ")[1].split(";")[0]

@@ -185,3 +185,22 @@ def load_case(case: Path) -> tuple[onnx.ModelProto, dict[str, Any], list[Any], d
         for index, value in enumerate(model.graph.output)
     ]
     return model, feeds, outputs, meta
+
+
+def stored_runs(path: Path) -> list[tuple[dict[str, np.ndarray], list[np.ndarray]]]:
+    """The input sets and the original's outputs stored beside a model (``<name>.npz``:
+    ``run<k>.input:<name>``, ``run<k>.output:<i>``), one pair per run."""
+    data = np.load(path.with_suffix(".npz"))
+    runs = []
+    k = 0
+    while f"run{k}.output:0" in data:
+        prefix = f"run{k}."
+        feeds = {
+            key.split(":", 1)[1]: data[key]
+            for key in data.files
+            if key.startswith(prefix + "input:")
+        }
+        count = sum(1 for key in data.files if key.startswith(prefix + "output:"))
+        runs.append((feeds, [data[f"{prefix}output:{i}"] for i in range(count)]))
+        k += 1
+    return runs

@@ -16,8 +16,8 @@ import onnxruntime as ort
 import pytest
 
 import seqpasses
-from helpers import SAMPLES, op_counts, sequence_op_count
-from test_torch_exports import _assert_matches, _runs
+from helpers import SAMPLES, op_counts, sequence_op_count, stored_runs
+from test_torch_exports import _assert_matches
 
 TORCH = SAMPLES / "torch"
 
@@ -65,7 +65,7 @@ def test_in_a_pass_manager_next_to_onnx_ir_passes() -> None:
     proto = ir.to_proto(result.model)
     onnx.checker.check_model(proto, full_check=True)
     assert sequence_op_count(proto) == 0
-    for feeds, expected in _runs(TORCH / "ts_list_edits.onnx"):
+    for feeds, expected in stored_runs(TORCH / "ts_list_edits.onnx"):
         _assert_matches(_run(proto, feeds), expected, "pass manager")
     # a second run of the pass itself finds nothing left to do
     assert not seqpasses.FoldSequencesPass()(result.model).modified
@@ -83,5 +83,5 @@ def test_onnxscript_optimizer_after_seqpasses(name: str) -> None:
     assert sequence_op_count(combined) == 0
     assert sum(op_counts(combined).values()) <= sum(op_counts(ours).values())
     assert sequence_op_count(alone) > 0  # onnxscript alone keeps these lists
-    for feeds, expected in _runs(TORCH / f"{name}.onnx"):
+    for feeds, expected in stored_runs(TORCH / f"{name}.onnx"):
         _assert_matches(_run(combined, feeds), expected, "seqpasses + onnxscript")

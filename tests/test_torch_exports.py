@@ -18,7 +18,7 @@ import pytest
 from onnx.reference import ReferenceEvaluator
 
 import seqpasses
-from helpers import SAMPLES, op_counts, run_cli, sequence_op_count
+from helpers import SAMPLES, op_counts, run_cli, sequence_op_count, stored_runs
 from seqpasses.verify import REFERENCE_OVERRIDES
 
 TORCH = SAMPLES / "torch"
@@ -67,23 +67,6 @@ EXPECTED_REWRITES = {
 }
 
 
-def _runs(path: Path) -> list[tuple[dict[str, np.ndarray], list[np.ndarray]]]:
-    data = np.load(path.with_suffix(".npz"))
-    runs = []
-    k = 0
-    while f"run{k}.output:0" in data:
-        prefix = f"run{k}."
-        feeds = {
-            key.split(":", 1)[1]: data[key]
-            for key in data.files
-            if key.startswith(prefix + "input:")
-        }
-        count = sum(1 for key in data.files if key.startswith(prefix + "output:"))
-        runs.append((feeds, [data[f"{prefix}output:{i}"] for i in range(count)]))
-        k += 1
-    return runs
-
-
 def _assert_matches(got: list[object], expected: list[np.ndarray], what: str) -> None:
     assert len(got) == len(expected), what
     for index, (value, want) in enumerate(zip(got, expected, strict=True)):
@@ -112,7 +95,7 @@ def test_export_ends_without_sequence_ops_and_matches_pytorch(path: Path) -> Non
     if wanted == "loop-unroll":
         assert "Loop" not in op_counts(optimized)
 
-    runs = _runs(path)
+    runs = stored_runs(path)
     assert runs
     before = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     after = ort.InferenceSession(optimized.SerializeToString(), providers=["CPUExecutionProvider"])

@@ -23,7 +23,7 @@ from onnx import TensorProto, helper
 
 import seqpasses
 from helpers import ROOT as REPO
-from helpers import run_cli, sequence_op_count
+from helpers import run_cli, sequence_op_count, stored_runs
 
 WILD = REPO / "sample_models" / "wild"
 LENIENT = ["lenient_no_output_shape", "lenient_old_ir_version"]
@@ -33,19 +33,10 @@ EXPORTS = ["ts11_rdnet_mini", "ts17_res2net_mini", "ts17_vovnet_mini"]
 
 def runs(name: str) -> tuple[list[dict[str, np.ndarray]], list[list[np.ndarray]]]:
     """The stored input sets of ``name`` and the original's outputs (empty when not tensors)."""
-    data = np.load(WILD / f"{name}.npz")
-    inputs: dict[int, dict[str, np.ndarray]] = {}
-    outputs: dict[int, dict[int, np.ndarray]] = {}
-    for key in data.files:
-        run, _, rest = key.partition(".")
-        kind, _, which = rest.partition(":")
-        k = int(run.removeprefix("run"))
-        if kind == "input":
-            inputs.setdefault(k, {})[which] = data[key]
-        else:
-            outputs.setdefault(k, {})[int(which)] = data[key]
-    ordered = [outputs[k] for k in sorted(outputs)]
-    return [inputs[k] for k in sorted(inputs)], [[o[i] for i in sorted(o)] for o in ordered]
+    pairs = stored_runs(WILD / f"{name}.onnx")
+    if not pairs:  # outputs that are not tensors (ZipMap): input sets only
+        return seqpasses.load_inputs(WILD / f"{name}.npz"), []
+    return [feeds for feeds, _ in pairs], [outputs for _, outputs in pairs]
 
 
 def run_ort(model: onnx.ModelProto | Path, feeds: dict[str, np.ndarray]) -> list[Any]:

@@ -21,6 +21,7 @@ import onnx
 import onnx_ir as ir
 
 from seqpasses.core.pause import no_cycle_collection
+from seqpasses.report import all_proto_graphs
 
 __all__ = ["BadInputError", "admit", "checker_says", "to_ir"]
 
@@ -113,22 +114,14 @@ def _unheld_types(proto: onnx.ModelProto) -> set[str]:
         elif kind == "optional_type":
             visit(t.optional_type.elem_type, outer or "optional-")
 
-    graphs: list[onnx.GraphProto] = [proto.graph]
-    while graphs:
-        graph = graphs.pop()
-        for info in (*graph.input, *graph.output, *graph.value_info):
-            visit(info.type)
-        if graph.sparse_initializer:
-            found.add("sparse tensor")
+    sparse = (onnx.AttributeProto.SPARSE_TENSOR, onnx.AttributeProto.SPARSE_TENSORS)
+    for graph in all_proto_graphs(proto):
+        if isinstance(graph, onnx.GraphProto):
+            for info in (*graph.input, *graph.output, *graph.value_info):
+                visit(info.type)
+            if graph.sparse_initializer:
+                found.add("sparse tensor")
         for node in graph.node:
-            for attr in node.attribute:
-                if attr.type == onnx.AttributeProto.GRAPH:
-                    graphs.append(attr.g)
-                elif attr.type == onnx.AttributeProto.GRAPHS:
-                    graphs.extend(attr.graphs)
-                elif attr.type in (
-                    onnx.AttributeProto.SPARSE_TENSOR,
-                    onnx.AttributeProto.SPARSE_TENSORS,
-                ):
-                    found.add("sparse tensor")
+            if any(attr.type in sparse for attr in node.attribute):
+                found.add("sparse tensor")
     return found

@@ -29,7 +29,7 @@ __all__ = [
     "InputWarning",
     "OptimizeOptions",
     "checked",
-    "inline_functions",
+    "inline_local_functions",
     "optimize",
     "optimize_ir",
     "run_passes",
@@ -175,13 +175,11 @@ def optimize(
         "max_unroll": max_unroll,
     }
     if isinstance(model, ir.Model):
-        _admitted(ir.serde.serialize_model(model), "model", strict_input, report)
-        if input_shapes:
-            report.notes.extend(fix_input_shapes(model, input_shapes))
-        optimize_ir(model, **kwargs)
-        if inline_functions and model.functions:
-            inlined = ir.serde.deserialize_model(_inline(ir.serde.serialize_model(model), report))
-            model.graph = inlined.graph
+        original = ir.serde.serialize_model(model)
+        _admitted(original, "model", strict_input, report)
+        result = _fold_and_check(model, original, kwargs, input_shapes, inline_functions)
+        if inline_functions and model.functions:  # the inlined form, in place
+            model.graph = ir.serde.deserialize_model(result).graph
             model.functions.clear()
         return model
     if isinstance(model, onnx.ModelProto):
@@ -201,15 +199,26 @@ def optimize(
         copy = onnx.ModelProto()
         copy.CopyFrom(proto)
         return copy
+    return _fold_and_check(held, proto, kwargs, input_shapes, inline_functions)
+
+
+def _fold_and_check(
+    model: ir.Model,
+    original: onnx.ModelProto,
+    kwargs: dict[str, Any],
+    input_shapes: Mapping[str, Sequence[int]] | None,
+    inline: bool,
+) -> onnx.ModelProto:
+    """Optimize ``model`` in place; its serialized, self-checked result (see :func:`checked`)."""
     with no_cycle_collection():
+        report: Report = kwargs["report"]
         if input_shapes:
-            report.notes.extend(fix_input_shapes(held, input_shapes))
-        done = run_passes(held, **kwargs)
-        result = ir.serde.serialize_model(held)
-        del held
-        if inline_functions:
-            result = _inline(result, done)
-        checked(result, done, lambda: proto)
+            report.notes.extend(fix_input_shapes(model, input_shapes))
+        run_passes(model, **kwargs)
+        result = ir.serde.serialize_model(model)
+        if inline:
+            result = inline_local_functions(result, report)
+        checked(result, report, lambda: original)
     return result
 
 
@@ -219,13 +228,9 @@ def _admitted(model: onnx.ModelProto | Path, name: str, strict: bool, report: Re
         warnings.warn(line, InputWarning, stacklevel=3)
 
 
-def inline_functions(proto: onnx.ModelProto, report: Report) -> onnx.ModelProto:
+def inline_local_functions(proto: onnx.ModelProto, report: Report) -> onnx.ModelProto:
     """``proto`` with its model-local functions inlined at their call sites (``onnx.inliner``),
     for back ends that reject them (OpenVINO: "No conversion rule found")."""
-    return _inline(proto, report)
-
-
-def _inline(proto: onnx.ModelProto, report: Report) -> onnx.ModelProto:
     if not proto.functions:
         return proto
     count = len(proto.functions)

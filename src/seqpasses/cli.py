@@ -190,7 +190,7 @@ def _job(args: argparse.Namespace, source: Path, target: Path, report: Path | No
         max_unroll=args.max_unroll,
         report=report,
         strict_input=args.strict_input,
-        input_shapes=tuple(_input_shapes(args.input_shape).items()),
+        input_shapes=tuple(args.input_shapes.items()),
         inline_functions=args.inline_functions,
     )
 
@@ -228,7 +228,7 @@ def _usage(args: argparse.Namespace) -> None:
         raise BadInputError(
             "-o -: seqpasses writes a model file, not standard output; name the output file"
         )
-    _input_shapes(args.input_shape)
+    args.input_shapes = _input_shapes(args.input_shape)  # parsed once, refused before any work
 
 
 def _optimize(args: argparse.Namespace) -> int:

@@ -22,7 +22,6 @@ __all__ = [
     "load_model",
     "read_model",
     "save_model",
-    "uses_external_data",
     "write_text",
 ]
 
@@ -74,13 +73,6 @@ def read_model(path: str | os.PathLike[str], *, strict: bool = False) -> Loaded:
 
 
 _TWO_GB = 2**31
-
-
-def uses_external_data(model: ir.Model) -> bool:
-    """Whether any initializer's data lives in an external file."""
-    return any(
-        isinstance(v.const_value, ir.ExternalTensor) for v in model.graph.initializers.values()
-    )
 
 
 def external_data_files(proto: onnx.ModelProto, folder: Path) -> set[Path]:

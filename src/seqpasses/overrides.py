@@ -14,6 +14,7 @@ import onnx
 import onnx_ir as ir
 
 from seqpasses.admit import BadInputError
+from seqpasses.core.graph import nested_graphs
 
 __all__ = ["fix_input_shapes", "parse_input_shape", "with_input_shapes"]
 
@@ -96,13 +97,12 @@ def with_input_shapes(
 
 
 def _values(graph: ir.Graph) -> Iterator[ir.Value]:
-    yield from graph.inputs
-    yield from graph.outputs
-    for node in ir.traversal.RecursiveGraphIterator(graph):
-        yield from node.outputs
-        for attr in node.attributes.values():
-            if attr.type == ir.AttributeType.GRAPH and not attr.is_ref():
-                yield from attr.as_graph().inputs
+    """The values of the main graph and of its subgraphs at any depth."""
+    for held in (graph, *nested_graphs(graph)):
+        yield from held.inputs
+        yield from held.outputs
+        for node in held:
+            yield from node.outputs
 
 
 def _text(shape: ir.Shape | None) -> str:

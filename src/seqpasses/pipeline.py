@@ -21,14 +21,13 @@ import onnx
 import onnx_ir as ir
 
 from seqpasses.admit import to_ir
-from seqpasses.api import checked, inline_functions, run_passes
+from seqpasses.api import checked, inline_local_functions, run_passes
 from seqpasses.inference import fill_shapes_in_place
 from seqpasses.io import (
     BadInputError,
     external_data_files,
     read_model,
     save_model,
-    uses_external_data,
     write_text,
 )
 from seqpasses.overrides import fix_input_shapes, with_input_shapes
@@ -169,8 +168,9 @@ def run_job(job: Job) -> Outcome:
     report = Report(warnings=list(loaded.warnings))
     report.timings["load"] = time.perf_counter() - start
     model = loaded.model
+    input_data = external_data_files(loaded.proto, job.input.parent)
     external = job.external_data
-    if external is None and _external(loaded.proto):
+    if external is None and input_data:
         external = ""
     if external == "":
         external = f"{job.output.name}.data"
@@ -179,10 +179,10 @@ def run_job(job: Job) -> Outcome:
         job.output,
         external,
         job.report,
-        external_data_files(loaded.proto, job.input.parent),
+        input_data,
     )
     if model is None:  # a type onnx_ir cannot hold: the model goes through as it is
-        return _unchanged(job, loaded.proto, loaded.unheld, report, external)
+        return _unchanged(job, loaded.proto, loaded.unheld, report, external, bool(input_data))
     inputs = load_inputs(job.check_inputs) if job.check_inputs is not None else None
     options: dict[str, Any] = {
         "freeze_inputs": job.freeze_inputs,
@@ -204,7 +204,7 @@ def run_job(job: Job) -> Outcome:
     start = time.perf_counter()
     result = ir.serde.serialize_model(model)
     if job.inline_functions:
-        result = inline_functions(result, report)
+        result = inline_local_functions(result, report)
     report.timings["serialize"] = time.perf_counter() - start
     checked(result, report, lambda: loaded.proto)
     verdict = None
@@ -213,7 +213,7 @@ def run_job(job: Job) -> Outcome:
         before, after = loaded.proto, result
         if job.input_shapes:  # the original, run on inputs of the fixed shapes
             before = with_input_shapes(before, dict(job.input_shapes))
-        if uses_external_data(model):
+        if input_data:
             before, after = (
                 _with_data(before, job.input.parent),
                 _with_data(result, job.input.parent),
@@ -231,7 +231,7 @@ def run_job(job: Job) -> Outcome:
             return Outcome(report, verdict)
     start = time.perf_counter()
     if job.inline_functions:
-        result = _with_data(result, job.input.parent) if uses_external_data(model) else result
+        result = _with_data(result, job.input.parent) if input_data else result
         save_model(None, job.output, external, proto=result)
     else:
         save_model(model, job.output, external, proto=result)
@@ -239,15 +239,8 @@ def run_job(job: Job) -> Outcome:
     return Outcome(report, verdict)
 
 
-def _external(proto: onnx.ModelProto) -> bool:
-    return any(
-        t.data_location == onnx.TensorProto.EXTERNAL
-        for t in onnx.external_data_helper._get_all_tensors(proto)
-    )
-
-
 def _unchanged(
-    job: Job, proto: onnx.ModelProto, why: str, report: Report, external: str | None
+    job: Job, proto: onnx.ModelProto, why: str, report: Report, external: str | None, data: bool
 ) -> Outcome:
     """Write a model onnx_ir cannot hold as it is, and say why (exit 0: nothing was lost)."""
     report.ops_before = report.ops_after = count_ops(proto)
@@ -255,9 +248,9 @@ def _unchanged(
     report.notes.append(f"written unchanged: {why}")
     if job.check:
         report.notes.append("not checked: the model is written unchanged")
-    full = _with_data(proto, job.input.parent) if _external(proto) else proto
+    full = _with_data(proto, job.input.parent) if data else proto
     start = time.perf_counter()
-    save_model(None, job.output, external if _external(proto) else job.external_data, full)
+    save_model(None, job.output, external, full)
     report.timings["save"] = time.perf_counter() - start
     return Outcome(report, None)
 

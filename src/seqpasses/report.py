@@ -173,15 +173,21 @@ def _proto_nodes(model: onnx.ModelProto) -> Iterable[tuple[str, str]]:
         yield node.op_type, node.domain
 
 
-def all_proto_nodes(model: onnx.ModelProto) -> Iterable[onnx.NodeProto]:
-    """Every node of a ModelProto: main graph, subgraphs, functions."""
+def all_proto_graphs(model: onnx.ModelProto) -> Iterable[onnx.GraphProto | onnx.FunctionProto]:
+    """Every graph of a ModelProto: the main graph, the functions, their subgraphs."""
     graphs: list[onnx.GraphProto | onnx.FunctionProto] = [model.graph, *model.functions]
     while graphs:
         graph = graphs.pop()
+        yield graph
         for node in graph.node:
-            yield node
             for attr in node.attribute:
                 if attr.type == onnx.AttributeProto.GRAPH:
                     graphs.append(attr.g)
                 elif attr.type == onnx.AttributeProto.GRAPHS:
                     graphs.extend(attr.graphs)
+
+
+def all_proto_nodes(model: onnx.ModelProto) -> Iterable[onnx.NodeProto]:
+    """Every node of a ModelProto: main graph, subgraphs, functions."""
+    for graph in all_proto_graphs(model):
+        yield from graph.node

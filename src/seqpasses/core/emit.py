@@ -116,16 +116,18 @@ class Emitter:
         _copy_type(x, out)
         return out
 
+    def _axis_op(self, op_type: str, x: ir.Value, axis: int) -> ir.Value:
+        """Squeeze/Unsqueeze of one axis: an attribute before opset 13, an input from 13."""
+        if self.opset < 13:
+            return self._add(op_type, [x], {"axes": [axis]}).outputs[0]
+        return self._add(op_type, [x, self.int64s([axis])]).outputs[0]
+
     def unsqueeze(self, x: ir.Value, axis: int) -> ir.Value:
         # Unsqueeze(Squeeze(y, a), a) == y: undo a Squeeze seqpasses made itself.
         source = self.owner.squeezed.get(x)
         if source is not None and source[1] == axis:
             return source[0]
-        if self.opset < 13:
-            node = self._add("Unsqueeze", [x], {"axes": [axis]})
-        else:
-            node = self._add("Unsqueeze", [x, self.int64s([axis])])
-        out = node.outputs[0]
+        out = self._axis_op("Unsqueeze", x, axis)
         out.type = x.type
         dims = _shape_dims(x)
         if dims is not None and 0 <= axis <= len(dims):
@@ -133,11 +135,7 @@ class Emitter:
         return out
 
     def squeeze(self, x: ir.Value, axis: int) -> ir.Value:
-        if self.opset < 13:
-            node = self._add("Squeeze", [x], {"axes": [axis]})
-        else:
-            node = self._add("Squeeze", [x, self.int64s([axis])])
-        out = node.outputs[0]
+        out = self._axis_op("Squeeze", x, axis)
         out.type = x.type
         dims = _shape_dims(x)
         if dims is not None and 0 <= axis < len(dims):

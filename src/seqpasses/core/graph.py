@@ -26,6 +26,7 @@ __all__ = [
     "graphs",
     "is_default",
     "label",
+    "nested_graphs",
     "nested_nodes",
     "onnx_opset",
     "own_output",
@@ -118,7 +119,8 @@ def all_nodes(model: ir.Model) -> Iterator[ir.Node]:
         yield from ir.traversal.RecursiveGraphIterator(function)
 
 
-def _nested_graphs(graph: ir.Graph | ir.Function) -> list[ir.Graph]:
+def nested_graphs(graph: ir.Graph | ir.Function) -> list[ir.Graph]:
+    """Every subgraph inside ``graph``, at any depth."""
     return [
         inner for node in ir.traversal.RecursiveGraphIterator(graph) for _, inner in subgraphs(node)
     ]
@@ -138,7 +140,7 @@ def unique_value_names(model: ir.Model) -> None:
         if isinstance(top, ir.Graph):
             first.extend(top.initializers.values())
         values = first + [out for node in top for out in node.outputs]
-        for inner in _nested_graphs(top):
+        for inner in nested_graphs(top):
             values.extend(inner.inputs)
             values.extend(inner.initializers.values())
             values.extend(out for node in inner for out in node.outputs)
