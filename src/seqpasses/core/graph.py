@@ -2,7 +2,7 @@
 
 - :func:`is_default`: whether a node is an ONNX op (domain ``""`` or ``"ai.onnx"``).
 - :func:`subgraphs`, :func:`nested_nodes`, :func:`all_nodes`: graphs inside a node, and every
-  node of a model (onnx_ir's ``RecursiveGraphIterator`` walks them).
+  node of a model (in the order of onnx_ir's ``RecursiveGraphIterator``).
 - :func:`subgraph_path`: the one spelling of where a graph sits (``main/Loop_3.body``), used by
   reports, reasons, ``inspect`` and ``shapes`` alike.
 - :func:`label`: how a reason names a node.
@@ -22,6 +22,7 @@ __all__ = [
     "detach",
     "drop_nodes_of",
     "drop_subgraphs",
+    "graph_nodes",
     "graph_paths",
     "graphs",
     "is_default",
@@ -103,27 +104,39 @@ def graph_paths(model: ir.Model) -> dict[ir.Node, str]:
     return {node: path for path, graph in graphs(model) for node in graph}
 
 
+def graph_nodes(graph: ir.Graph | ir.Function) -> list[ir.Node]:
+    """Every node of ``graph``, each followed by those of its subgraphs at any depth (the order
+    of onnx_ir's ``RecursiveGraphIterator``, at a fraction of its cost)."""
+    return _graph_nodes(graph, [])
+
+
+def _graph_nodes(graph: ir.Graph | ir.Function, found: list[ir.Node]) -> list[ir.Node]:
+    for node in graph:
+        found.append(node)
+        for _, inner in subgraphs(node):
+            _graph_nodes(inner, found)
+    return found
+
+
 def nested_nodes(node: ir.Node) -> list[ir.Node]:
     """Every node inside ``node``'s subgraphs, at any depth, in one fixed order."""
-    return [
-        inner
-        for _, graph in subgraphs(node)
-        for inner in ir.traversal.RecursiveGraphIterator(graph)
-    ]
+    found: list[ir.Node] = []
+    for _, graph in subgraphs(node):
+        _graph_nodes(graph, found)
+    return found
 
 
 def all_nodes(model: ir.Model) -> Iterator[ir.Node]:
     """Every node of the main graph, its subgraphs and the model-local functions."""
-    yield from ir.traversal.RecursiveGraphIterator(model.graph)
+    found = _graph_nodes(model.graph, [])
     for function in model.functions.values():
-        yield from ir.traversal.RecursiveGraphIterator(function)
+        _graph_nodes(function, found)
+    return iter(found)
 
 
 def nested_graphs(graph: ir.Graph | ir.Function) -> list[ir.Graph]:
     """Every subgraph inside ``graph``, at any depth."""
-    return [
-        inner for node in ir.traversal.RecursiveGraphIterator(graph) for _, inner in subgraphs(node)
-    ]
+    return [inner for node in _graph_nodes(graph, []) for _, inner in subgraphs(node)]
 
 
 def unique_value_names(model: ir.Model) -> None:

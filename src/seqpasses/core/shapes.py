@@ -65,6 +65,8 @@ _SAME_AS_INPUT = frozenset(
 )
 
 
+_DTYPES = frozenset(int(t) for t in ir.DataType if t != ir.DataType.UNDEFINED)
+
 _ELEMENTWISE = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"})
 
 
@@ -142,6 +144,9 @@ class ShapeOracle:
             and all(isinstance(d, int) for d in first[1])
         ):  # the same numeric shape on both sides: no broadcasting to work out
             return [(first[0], ir.Shape(list(first[1])))]
+        listed = _sequence_type(node, inputs)
+        if listed is not None:
+            return [(listed, None)]
         pairs = list(zip(node.inputs, inputs, strict=True))
         if any(v is not None and (t is None or t[0] is None) for v, t in pairs):
             return unknown
@@ -179,3 +184,27 @@ class ShapeOracle:
                 )
             )
         return result
+
+
+def _sequence_type(node: ir.Node, inputs: list[TypeAndShape | None]) -> ir.SequenceType | None:
+    """The type of a SequenceEmpty, or of a SequenceInsert into a list of the tensor's own
+    element type, as onnx infers it (a sequence type has no shape), without asking onnx."""
+    if len(node.outputs) != 1:
+        return None
+    if node.op_type == "SequenceEmpty" and not node.inputs:
+        dtype = node.attributes.get_int("dtype", ir.DataType.FLOAT)
+        if dtype not in _DTYPES:
+            return None
+        return ir.SequenceType(ir.TensorType(ir.DataType(dtype)))
+    if node.op_type != "SequenceInsert" or len(inputs) not in (2, 3):
+        return None
+    listed, tensor = inputs[0], inputs[1]
+    if listed is None or tensor is None or (len(inputs) == 3 and inputs[2] is None):
+        return None
+    if (
+        isinstance(listed[0], ir.SequenceType)
+        and isinstance(listed[0].elem_type, ir.TensorType)
+        and listed[0].elem_type == tensor[0]
+    ):
+        return listed[0]
+    return None

@@ -19,39 +19,39 @@ from seqpasses.core.graph import drop_subgraphs, subgraphs
 __all__ = ["RemoveDeadNodesPass", "remove_dead_nodes"]
 
 
-def remove_dead_nodes(graph: ir.Graph | ir.Function) -> int:
+def remove_dead_nodes(graph: ir.Graph | ir.Function, removed: list[ir.Node]) -> None:
     """Remove the nodes of ``graph`` (and of its live nodes' subgraphs, at any depth) that
-    reach none of its outputs; the number removed. A node read only from inside the subgraph
+    reach none of its outputs, appending them to ``removed``. A node read only from inside the subgraph
     of a dead node is dead too. Liveness is marked from the outputs backwards, so the order
     of the nodes does not matter (an unrolled or inlined copy may leave them unsorted).
     Subgraphs are cleaned first: what a dead node inside a branch read must not keep an outer
     node alive."""
-    count = 0
+    holders = []
     for node in graph:
-        for _, held in subgraphs(node):
-            count += remove_dead_nodes(held)
+        if subgraphs(node):
+            holders.append(node)
+            for _, held in subgraphs(node):
+                remove_dead_nodes(held, removed)
+    owner = graph.graph if isinstance(graph, ir.Function) else graph
     live: set[ir.Node] = set()
     stack = [p for p in (v.producer() for v in graph.outputs) if p is not None]
     while stack:
         node = stack.pop()
-        if node in live or node.graph is not _graph_of(graph):
+        if node in live or node.graph is not owner:
             continue
         live.add(node)
         for value in _reads(node):
             producer = value.producer() if value is not None else None
             if producer is not None and producer not in live:
                 stack.append(producer)
+    if len(live) == len(graph):
+        return
     dead = [node for node in graph if node not in live]
-    for node in dead:
-        if subgraphs(node):
+    for node in holders:
+        if node not in live:
             drop_subgraphs(node)
-    if dead:
-        graph.remove(dead, safe=True)
-    return count + len(dead)
-
-
-def _graph_of(graph: ir.Graph | ir.Function) -> ir.Graph:
-    return graph.graph if isinstance(graph, ir.Function) else graph
+    graph.remove(dead, safe=True)
+    removed.extend(dead)
 
 
 def _reads(node: ir.Node) -> list[ir.Value | None]:
@@ -70,11 +70,16 @@ def _reads(node: ir.Node) -> list[ir.Value | None]:
 
 class RemoveDeadNodesPass(ir.passes.InPlacePass):
     """Dead nodes of the main graph, its subgraphs and its functions, removed in one batch per
-    graph; then onnx_ir's own pass for the rest of its job (see the module's docstring)."""
+    graph; then onnx_ir's own pass for the rest of its job (see the module's docstring).
+    ``removed`` lists the nodes it took out."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.removed: list[ir.Node] = []
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
-        count = remove_dead_nodes(model.graph)
+        remove_dead_nodes(model.graph, self.removed)
         for function in model.functions.values():
-            count += remove_dead_nodes(function)
+            remove_dead_nodes(function, self.removed)
         modified = common_passes.RemoveUnusedNodesPass()(model).modified
-        return ir.passes.PassResult(model, modified=modified or count > 0)
+        return ir.passes.PassResult(model, modified=modified or bool(self.removed))

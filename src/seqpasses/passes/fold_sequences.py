@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from seqpasses.core.graph import all_nodes, unique_value_names
+from seqpasses.core.graph import unique_value_names
 from seqpasses.passes.dead_code import RemoveDeadNodesPass
 from seqpasses.passes.inline_functions import fold_with_functions_inlined, sequence_functions
 from seqpasses.passes.record_left import RecordLeftPass
@@ -51,11 +51,11 @@ class FoldSequencesPass(ir.passes.InPlacePass):
 
     def _fold(self, model: ir.Model, report: Report) -> bool:
         """The four passes on ``model``, recording into ``report``; whether it changed."""
-        before = sum(1 for _ in all_nodes(model))
         walk = WalkPass(self.options, report)
         walk(model)
         RepairShapesPass(walk.walker)(model)
-        RemoveDeadNodesPass()(model)
+        dead = RemoveDeadNodesPass()
+        dead(model)
         walk.walker.edits.drop_unused()
         created = walk.walker.edits.created
         if created:
@@ -63,5 +63,5 @@ class FoldSequencesPass(ir.passes.InPlacePass):
             # enclosing graph; ONNX wants names unique across nested scopes.
             unique_value_names(model)
         RecordLeftPass(walk.walker, report)(model)
-        survivors = sum(1 for node in all_nodes(model) if node not in created)
-        return walk.walker.edits.rewrote or survivors != before
+        # (nodes seqpasses made and dropped again in this run are no change)
+        return walk.walker.edits.rewrote or any(node not in created for node in dead.removed)

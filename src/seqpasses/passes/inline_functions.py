@@ -14,7 +14,7 @@ from collections.abc import Callable
 import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
 
-from seqpasses.core.graph import is_default
+from seqpasses.core.graph import graph_nodes, is_default
 from seqpasses.report import SEQUENCE_OPS, Report, Rewrite, count_sequence_ops
 
 __all__ = ["fold_with_functions_inlined", "sequence_functions"]
@@ -26,7 +26,7 @@ def sequence_functions(model: ir.Model) -> set[ir.OperatorIdentifier]:
     found: set[ir.OperatorIdentifier] = set()
     for fid, function in model.functions.items():
         calls[fid] = set()
-        for node in ir.traversal.RecursiveGraphIterator(function):
+        for node in graph_nodes(function):
             if node.op_type in SEQUENCE_OPS and is_default(node):
                 found.add(fid)
             elif node.op_identifier() in model.functions:

@@ -17,7 +17,7 @@ import numpy as np
 import onnx_ir as ir
 
 from seqpasses.core.dims import same_dim
-from seqpasses.core.graph import drop_nodes_of, is_default, own_output, subgraph_path
+from seqpasses.core.graph import drop_nodes_of, graph_nodes, is_default, own_output, subgraph_path
 from seqpasses.core.sequence import Reason, StackedSequence
 from seqpasses.report import SEQUENCE_OPS
 from seqpasses.transfer import rows
@@ -116,7 +116,7 @@ def map_stacked(
 def _why_not(
     ctx: Context, inner: Scope, copy: ir.Graph, count: int, first: StackedSequence
 ) -> Reason | None:
-    for kept in ir.traversal.RecursiveGraphIterator(copy):
+    for kept in graph_nodes(copy):
         if kept.op_type in SEQUENCE_OPS and is_default(kept):
             why = ctx.facts.reasons.get(kept)
             text = f"a {kept.op_type} stays in the body" + (f" ({why})" if why else "")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from seqpasses.core.graph import is_default, label
+from seqpasses.core.graph import graph_nodes, is_default, label
 from seqpasses.report import SEQUENCE_OPS
 from seqpasses.transfer.loops import carry, lift, scan, unroll
 from seqpasses.transfer.loops.appends import append_pattern
@@ -39,7 +39,7 @@ def _loop(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     }
     reads = [
         n
-        for n in ir.traversal.RecursiveGraphIterator(body)
+        for n in graph_nodes(body)
         if n.op_type in SEQUENCE_OPS and is_default(n) and n not in appends
     ]
     starts_static = any(ctx.facts.static(v) is not None for v in node.inputs[2:])

@@ -25,6 +25,7 @@ from seqpasses.core.graph import (
     detach,
     drop_nodes_of,
     drop_subgraphs,
+    graph_nodes,
     is_default,
     own_output,
     rebuild,
@@ -46,7 +47,7 @@ def _inserted_element(ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph)
     """The shape every tensor the body inserts into a list provably has (one for all)."""
     known, _ = induction(ctx, scope, node, body)
     found: Element | None = None
-    for inner in ir.traversal.RecursiveGraphIterator(body):
+    for inner in graph_nodes(body):
         if inner.op_type != "SequenceInsert" or not is_default(inner) or len(inner.inputs) < 2:
             continue
         tensor = inner.inputs[1]
@@ -67,7 +68,7 @@ def _inserted_element(ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph)
 
 
 def _inside(value: ir.Value, body: ir.Graph) -> bool:
-    return any(value in inner.outputs for inner in ir.traversal.RecursiveGraphIterator(body))
+    return any(value in inner.outputs for inner in graph_nodes(body))
 
 
 def _empty(ctx: Context, scope: Scope, node: ir.Node, element: Element) -> ir.Value | None:
@@ -131,7 +132,7 @@ def _uses_ok(node: ir.Node, lists: Mapping[int, object]) -> bool:
 def _clear_guesses(ctx: Context, scope: Scope, node: ir.Node, copy: ir.Graph) -> None:
     """Declared shapes inside the copy are an exporter's guesses: cleared, then the body's own
     values get what induction proves."""
-    for inner in ir.traversal.RecursiveGraphIterator(copy):
+    for inner in graph_nodes(copy):
         for out in inner.outputs:
             out.shape = None
     known, _ = induction(ctx, scope, node, copy)

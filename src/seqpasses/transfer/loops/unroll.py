@@ -13,7 +13,7 @@ import numpy as np
 import onnx_ir as ir
 
 from seqpasses.core.dims import same_shape
-from seqpasses.core.graph import drop_subgraphs
+from seqpasses.core.graph import drop_subgraphs, graph_nodes
 from seqpasses.transfer.control import inline_graph
 from seqpasses.transfer.loops.induction import declared_ones, stays_true
 from seqpasses.walk.context import Context, Scope
@@ -24,7 +24,7 @@ __all__ = ["blocker", "plan_unrolling", "unroll"]
 def _reads_unlike_elements(ctx: Context, body: ir.Graph) -> bool:
     """Whether the body reads, at a run-time position, a static sequence whose elements are
     not all of one shape."""
-    for node in ir.traversal.RecursiveGraphIterator(body):
+    for node in graph_nodes(body):
         if node.op_type != "SequenceAt" or not node.inputs or node.inputs[0] is None:
             continue
         seq = ctx.facts.static(node.inputs[0])
