@@ -22,7 +22,7 @@ from seqpasses.passes.dead_code import RemoveDeadNodesPass
 def without_dead_code(model: onnx.ModelProto) -> onnx.ModelProto:
     """The baseline: a node whose result reaches no output is not part of what a model computes."""
     graph = ir.serde.deserialize_model(model)
-    RemoveDeadNodesPass()(graph)  # onnx_ir's, repeated for what only a removed If reads
+    RemoveDeadNodesPass()(graph)  # (what only a removed If reads goes too)
     return ir.serde.serialize_model(graph)
 
 

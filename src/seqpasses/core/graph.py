@@ -58,15 +58,24 @@ def label(node: ir.Node) -> str:
     return f"{node.op_type} '{node.name}'" if node.name else node.op_type
 
 
-_HOLDERS = frozenset({"If", "Loop", "Scan", "SequenceMap"})  # the ONNX ops with graph attributes
+_HOLDERS = {  # the ONNX ops with graph attributes, and those attributes
+    "If": ("then_branch", "else_branch"),
+    "Loop": ("body",),
+    "Scan": ("body",),
+    "SequenceMap": ("body",),
+}
 
 
 def subgraphs(node: ir.Node) -> list[tuple[str, ir.Graph]]:
     """The graphs a node holds, each with its attribute spelled as paths spell it
     (``body``, ``then_branch``, ``branches[1]``)."""
-    if node.domain in DEFAULT_DOMAINS and node.op_type not in _HOLDERS:
-        return []  # (called for every node of every walk: most hold no graph)
     found: list[tuple[str, ir.Graph]] = []
+    if node.domain in DEFAULT_DOMAINS:  # (called for every node of every walk: kept quick)
+        for name in _HOLDERS.get(node.op_type, ()):
+            attr = node.attributes.get(name)
+            if attr is not None and not attr.is_ref() and attr.type == ir.AttributeType.GRAPH:
+                found.append((name, attr.as_graph()))
+        return found
     for attr in node.attributes.values():
         if attr.is_ref():
             continue

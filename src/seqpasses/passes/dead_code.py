@@ -1,37 +1,48 @@
 """Dead-code removal, including what only the subgraphs of a removed node read.
 
-onnx_ir's ``RemoveUnusedNodesPass`` removes dead nodes one ``Graph.remove`` call at a time, and
-each call builds a set of the graph's outputs: O(dead nodes x graph outputs), seconds on a graph
-with thousands of outputs. It also keeps a node alive while the subgraph of another dead node
-still reads it. So the dead set is found here first, by marking what the outputs read, and
-removed with one ``Graph.remove`` call (linear in what it removes). The library's pass then runs
-on what is left: it finds nothing dead, and does the rest of its job as it always does (trailing
-empty inputs, unused optional outputs, unused initializers, function bodies).
+This is onnx_ir's ``RemoveUnusedNodesPass``, done in one batch per graph. We do not call the
+library's pass because it removes dead nodes one ``Graph.remove`` call at a time, and each call
+builds a set of the graph's outputs: O(dead nodes x graph outputs), seconds on a graph with
+thousands of outputs. It also keeps a node alive while the subgraph of another dead node still
+reads it, and it looks up an operator schema for every node of every graph. Here the dead set
+is found by marking what the outputs read and removed with one ``Graph.remove`` call (linear in
+what it removes); then the rest of the library pass's job is done with its semantics: trailing
+empty inputs dropped, unused optional outputs unnamed (schemas looked up once per op and
+opset), unused initializers of the main graph removed, function bodies cleaned alike. Graph
+inputs and outputs never change.
 """
 
 from __future__ import annotations
 
-import onnx_ir as ir
-import onnx_ir.passes.common as common_passes
+import functools
 
-from seqpasses.core.graph import drop_subgraphs, subgraphs
+import onnx
+import onnx_ir as ir
+
+from seqpasses.core.graph import drop_subgraphs, is_default, subgraphs
 
 __all__ = ["RemoveDeadNodesPass", "remove_dead_nodes"]
 
 
-def remove_dead_nodes(graph: ir.Graph | ir.Function, removed: list[ir.Node]) -> None:
+def remove_dead_nodes(
+    graph: ir.Graph | ir.Function, removed: list[ir.Node], opset: int | None = None
+) -> None:
     """Remove the nodes of ``graph`` (and of its live nodes' subgraphs, at any depth) that
-    reach none of its outputs, appending them to ``removed``. A node read only from inside the subgraph
-    of a dead node is dead too. Liveness is marked from the outputs backwards, so the order
-    of the nodes does not matter (an unrolled or inlined copy may leave them unsorted).
-    Subgraphs are cleaned first: what a dead node inside a branch read must not keep an outer
-    node alive."""
+    reach none of its outputs, appending them to ``removed``; tidy the inputs and outputs of
+    the nodes left (ONNX opset ``opset``, by default the graph's own import).
+
+    A node read only from inside the subgraph of a dead node is dead too. Liveness is marked
+    from the outputs backwards, so the order of the nodes does not matter (an unrolled or
+    inlined copy may leave them unsorted). Subgraphs are cleaned first: what a dead node
+    inside a branch read must not keep an outer node alive."""
+    opset = graph.opset_imports.get("", opset) if opset is None else opset
     holders = []
     for node in graph:
-        if subgraphs(node):
+        inner = subgraphs(node)
+        if inner:
             holders.append(node)
-            for _, held in subgraphs(node):
-                remove_dead_nodes(held, removed)
+            for _, held in inner:
+                remove_dead_nodes(held, removed, opset)
     owner = graph.graph if isinstance(graph, ir.Function) else graph
     live: set[ir.Node] = set()
     stack = [p for p in (v.producer() for v in graph.outputs) if p is not None]
@@ -44,14 +55,57 @@ def remove_dead_nodes(graph: ir.Graph | ir.Function, removed: list[ir.Node]) -> 
             producer = value.producer() if value is not None else None
             if producer is not None and producer not in live:
                 stack.append(producer)
-    if len(live) == len(graph):
+    if len(live) != len(graph):
+        dead = [node for node in graph if node not in live]
+        for node in holders:
+            if node not in live:
+                drop_subgraphs(node)
+        graph.remove(dead, safe=True)
+        removed.extend(dead)
+    outputs = frozenset(graph.outputs)
+    for node in graph:
+        _tidy(node, outputs, opset)
+
+
+def _tidy(node: ir.Node, graph_outputs: frozenset[ir.Value], opset: int | None) -> None:
+    """Drop ``node``'s trailing empty inputs, and unname its optional outputs nobody reads
+    (dropping the trailing ones), as onnx_ir's pass does."""
+    inputs = node.inputs
+    if inputs and inputs[-1] is None:
+        keep = len(inputs)
+        while keep and inputs[keep - 1] is None:
+            keep -= 1
+        node.resize_inputs(keep)
+    optional = _optional_outputs(node.op_type, opset) if is_default(node) else None
+    if not optional:
         return
-    dead = [node for node in graph if node not in live]
-    for node in holders:
-        if node not in live:
-            drop_subgraphs(node)
-    graph.remove(dead, safe=True)
-    removed.extend(dead)
+    outputs = node.outputs
+    for k, out in enumerate(outputs[: len(optional)]):
+        if optional[k] and out not in graph_outputs and not out.uses():
+            out.name = ""
+    keep = len(outputs)
+    while keep and not outputs[keep - 1].name:
+        keep -= 1
+    if keep != len(outputs):
+        node.resize_outputs(keep)
+
+
+@functools.cache
+def _optional_outputs(op_type: str, opset: int | None) -> tuple[bool, ...] | None:
+    """Which outputs of an ONNX op are optional; None when no output is, when the op has a
+    variadic output, or is BatchNormalization (whose output count selects training mode),
+    or unknown."""
+    if opset is None or op_type == "BatchNormalization":
+        return None
+    try:
+        schema = onnx.defs.get_schema(op_type, opset, "")
+    except Exception:  # (no schema for this op at this opset)
+        return None
+    options = [out.option for out in schema.outputs]
+    if onnx.defs.OpSchema.FormalParameterOption.Variadic in options:
+        return None
+    flags = tuple(o == onnx.defs.OpSchema.FormalParameterOption.Optional for o in options)
+    return flags if any(flags) else None
 
 
 def _reads(node: ir.Node) -> list[ir.Value | None]:
@@ -70,7 +124,7 @@ def _reads(node: ir.Node) -> list[ir.Value | None]:
 
 class RemoveDeadNodesPass(ir.passes.InPlacePass):
     """Dead nodes of the main graph, its subgraphs and its functions, removed in one batch per
-    graph; then onnx_ir's own pass for the rest of its job (see the module's docstring).
+    graph, and unused initializers of the main graph (see the module's docstring).
     ``removed`` lists the nodes it took out."""
 
     def __init__(self) -> None:
@@ -81,5 +135,13 @@ class RemoveDeadNodesPass(ir.passes.InPlacePass):
         remove_dead_nodes(model.graph, self.removed)
         for function in model.functions.values():
             remove_dead_nodes(function, self.removed)
-        modified = common_passes.RemoveUnusedNodesPass()(model).modified
-        return ir.passes.PassResult(model, modified=modified or bool(self.removed))
+        graph = model.graph
+        kept = frozenset([*graph.inputs, *graph.outputs])
+        unused = [
+            name
+            for name, value in graph.initializers.items()
+            if value not in kept and not value.uses()
+        ]
+        for name in unused:
+            del graph.initializers[name]
+        return ir.passes.PassResult(model, modified=bool(self.removed or unused))
