@@ -303,9 +303,12 @@ class Edits:
 
     def fallback(self, node: ir.Node, scope: Scope) -> None:
         """An op that needs its sequence inputs as sequences: give it them in canonical form."""
+        values = self.facts.values
         for index, value in enumerate(() if self.dry else node.inputs):
+            if value is None or value not in values:
+                continue  # (most inputs: no abstract sequence value, nothing to write)
             stacked = self.facts.stacked(value)
-            written = self._as_sequence(value, scope, node, value) if value is not None else None
+            written = self._as_sequence(value, scope, node, value)
             if written is None:
                 continue
             node.replace_input_with(index, written)
@@ -321,13 +324,13 @@ class Edits:
                     "stacked-as-sequence", node.name or "", node.op_type, path, detail
                 )
                 self.written_back(maker, rewrite)
-        kind = "loop" if node.op_type == "Loop" else "unknown-sequence"
-        produced = Reason(kind, self.facts.produced_by(node, ""))
+        produced: Reason | None = None
         for out in node.outputs:
-            if out not in self.facts.values and isinstance(
-                out.type, ir.SequenceType | ir.OptionalType
-            ):
-                self.facts.values[out] = Unknown(produced)
+            if out not in values and isinstance(out.type, ir.SequenceType | ir.OptionalType):
+                if produced is None:
+                    kind = "loop" if node.op_type == "Loop" else "unknown-sequence"
+                    produced = Reason(kind, self.facts.produced_by(node, ""))
+                values[out] = Unknown(produced)
         if node.op_type in SEQUENCE_OPS and node not in self.facts.reasons:
             self.facts.reasons[node] = Reason(
                 "unknown-sequence", f"{node.op_type} is not statically resolvable here"
