@@ -36,7 +36,7 @@ class Owner(Protocol):
     @property
     def created(self) -> _NodeRecord: ...
 
-    constants: dict[tuple[int, tuple[int, ...]], ir.Value]
+    constants: dict[tuple[int, str, tuple[int, ...]], ir.Value]
     squeezed: dict[ir.Value, tuple[ir.Value, int]]
     split_axis: dict[ir.Node, int]
     dry: bool
@@ -100,13 +100,20 @@ class Emitter:
 
     def int64s(self, values: Sequence[int]) -> ir.Value:
         """A 1-D int64 Constant, shared by every use in the same graph during one walk."""
-        key = (id(self.graph), tuple(values))
+        return self._shared(np.array(list(values), dtype=np.int64))
+
+    def true(self) -> ir.Value:
+        """A scalar bool true Constant (a Loop's condition), shared like :meth:`int64s`."""
+        return self._shared(np.array(True))
+
+    def _shared(self, array: np.ndarray) -> ir.Value:
+        key = (id(self.graph), f"{array.dtype}{array.shape}", tuple(map(int, array.ravel())))
         cached = self.owner.constants.get(key)
         if cached is None:
             # at the end of the graph: made at its start instead, so that later uses share it
             first = next(iter(self.graph), None) if self.anchor is None else self.anchor
             maker = Emitter(self.graph, first, self.opset, self.owner)
-            cached = maker.constant(np.array(list(values), dtype=np.int64))
+            cached = maker.constant(array)
             if first is not None:
                 self.owner.constants[key] = cached
         return cached

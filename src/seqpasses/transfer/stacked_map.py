@@ -13,7 +13,6 @@ shape from the body's declaration).
 
 from __future__ import annotations
 
-import numpy as np
 import onnx_ir as ir
 
 from seqpasses.core.dims import same_dim
@@ -80,7 +79,7 @@ def map_stacked(
     copy.outputs.extend([keep.outputs[0], *outputs])
     emit = ctx.edits.emitter(scope, node)
     trips = rows.length_of(emit, first)
-    always = emit.constant(np.array(True))  # (an absent last input would vanish when saved)
+    always = emit.true()  # (an absent last input would vanish when saved)
     loop = ir.Node(
         "",
         "Loop",

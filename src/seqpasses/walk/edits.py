@@ -45,7 +45,7 @@ class Edits:
         self.diverged: list[ir.Value] = []
         self.pending: list[tuple[Rewrite, ir.Node, bool]] = []  # computed(), written_back()
         # caches the Emitter keeps here (its Owner): shared constants, undoable squeezes
-        self.constants: dict[tuple[int, tuple[int, ...]], ir.Value] = {}
+        self.constants: dict[tuple[int, str, tuple[int, ...]], ir.Value] = {}
         self.squeezed: dict[ir.Value, tuple[ir.Value, int]] = {}
         self.split_axis: dict[ir.Node, int] = {}
         self.materialized: dict[tuple[int, tuple[ir.Value, ...], Any], ir.Value] = {}

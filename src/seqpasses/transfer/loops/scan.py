@@ -124,7 +124,7 @@ def _apply(
     if len(inputs) == 2 and inputs[1] is None:
         # an absent condition as the last input would vanish when saved, and Loop needs the
         # slot: a constant true means the same
-        inputs[1] = edits.emitter(scope, node).constant(np.array(True))
+        inputs[1] = edits.emitter(scope, node).true()
     new = rebuild(node, inputs, {"body": body}, len(node.outputs))
     edits.created.add(new)
     kept = [o for k, o in enumerate(node.outputs) if k != j]

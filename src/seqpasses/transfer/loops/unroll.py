@@ -98,7 +98,7 @@ def unroll(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> str:
     mark = edits.checkpoint()
     emit = edits.emitter(scope, node)
     cond = node.inputs[1] if len(node.inputs) > 1 else None
-    true = cond if cond is not None else emit.constant(np.array(True))
+    true = cond if cond is not None else emit.true()
     carried = list(node.inputs[2:])
     n_carried = len(carried)
     scans: list[list[ir.Value]] = [[] for _ in body.outputs[1 + n_carried :]]
