@@ -40,13 +40,15 @@ from onnx import helper
 
 __all__ = ["SLICE", "full_check"]
 
-SLICE = 200
+SLICE = 100
 """Main-graph nodes per slice."""
 
 _LARGE = 1024
 """Initializers with more elements than this are given to a slice as typed inputs."""
 
 _FunctionKey = tuple[str, str, str]
+
+_HOLDERS = frozenset({"If", "Loop", "Scan", "SequenceMap"})  # the ONNX ops with graphs
 
 
 def full_check(model: onnx.ModelProto, slice_size: int = SLICE) -> None:
@@ -68,12 +70,12 @@ def full_check(model: onnx.ModelProto, slice_size: int = SLICE) -> None:
 
 
 def _holds_graphs(node: onnx.NodeProto) -> bool:
-    return any(
-        a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute
-    )
+    return any(True for _ in _graphs(node))
 
 
 def _graphs(node: onnx.NodeProto) -> Iterator[onnx.GraphProto]:
+    if not node.attribute or (node.domain in ("", "ai.onnx") and node.op_type not in _HOLDERS):
+        return
     for attr in node.attribute:
         if attr.type == onnx.AttributeProto.GRAPH:
             yield attr.g
@@ -142,11 +144,15 @@ def _sliced_inference(model: onnx.ModelProto, slice_size: int) -> None:
     for index, names in enumerate(reads):
         for name in names:
             last_read[name] = index
+    # the functions each node calls, at any depth (none to look for in most models)
+    calls: list[dict[_FunctionKey, onnx.FunctionProto]] = [{} for _ in nodes]
+    if functions:
+        for node, found in zip(nodes, calls, strict=True):
+            _called([node], functions, found)
     uncalled = dict(functions)
-    found: dict[_FunctionKey, onnx.FunctionProto] = {}
-    _called(nodes, functions, found)
-    for key in found:
-        del uncalled[key]
+    for found in calls:
+        for key in found:
+            uncalled.pop(key, None)
     for start in range(0, len(nodes), slice_size):
         end = min(start + slice_size, len(nodes))
         part = nodes[start:end]
@@ -173,7 +179,8 @@ def _sliced_inference(model: onnx.ModelProto, slice_size: int) -> None:
                     )
             made.update(node.output)
         called: dict[_FunctionKey, onnx.FunctionProto] = dict(uncalled) if start == 0 else {}
-        _called(part, functions, called)
+        for found in calls[start:end]:
+            called.update(found)
         results = [outputs[name] for node in part for name in node.output if name in outputs]
         value_info = [declared[name] for node in part for name in node.output if name in declared]
         piece = helper.make_model(
