@@ -161,11 +161,18 @@ def unique_value_names(model: ir.Model) -> None:
         first = [*top.inputs, *top.outputs]
         if isinstance(top, ir.Graph):
             first.extend(top.initializers.values())
-        values = first + [out for node in top for out in node.outputs]
-        for inner in nested_graphs(top):
-            values.extend(inner.inputs)
-            values.extend(inner.initializers.values())
-            values.extend(out for node in inner for out in node.outputs)
+        values = list(first)
+        level: list[ir.Graph | ir.Function] = [top]
+        while level:  # graph by graph, outer levels first: an outer value keeps its name
+            below: list[ir.Graph | ir.Function] = []
+            for graph in level:
+                if graph is not top:
+                    values.extend(graph.inputs)
+                    values.extend(graph.initializers.values())  # type: ignore[union-attr]
+                for node in graph:
+                    values.extend(node.outputs)
+                    below.extend(inner for _, inner in subgraphs(node))
+            level = below
         taken: dict[str, int] = {}  # a base name -> the next suffix to try (linear, not k^2)
         for value in values:
             if value in seen:
