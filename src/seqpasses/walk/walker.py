@@ -84,7 +84,7 @@ class Walker:
         self.facts.paths[node] = scope.path
         source = node.inputs[0] if node.inputs else None
         entry = self._entry(node, self.facts.kind(source))
-        refs = [a for a in node.attributes.values() if a.is_ref()]
+        refs = [a for a in node.attributes.values() if a.is_ref()] if node.attributes else []
         if entry is not None and refs:
             self.facts.leave(
                 node,
