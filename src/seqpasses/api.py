@@ -165,44 +165,41 @@ def optimize(
     handed back unchanged (``report.unchanged`` says why). Pass a
     :class:`~seqpasses.report.Report` to learn what changed and what was left, and why.
     """
-    # the cyclic collector is paused from load to save (seqpasses.core.pause): it would
-    # only rescan the ever larger heap of the model's objects
-    with no_cycle_collection():
-        report = report if report is not None else Report()
-        kwargs: dict[str, Any] = {
-            "freeze_inputs": freeze_inputs,
-            "strict_spec": strict_spec,
-            "report": report,
-            "skip": skip,
-            "only": only,
-            "max_unroll": max_unroll,
-        }
-        if isinstance(model, ir.Model):
-            original = ir.serde.serialize_model(model)
-            _admitted(original, "model", strict_input, report)
-            result = _fold_and_check(model, original, kwargs, input_shapes, inline_functions)
-            if inline_functions and model.functions:  # the inlined form, in place
-                model.graph = ir.serde.deserialize_model(result).graph
-                model.functions.clear()
-            return model
-        if isinstance(model, onnx.ModelProto):
-            proto, name = model, "model"
-            _admitted(proto, name, strict_input, report)
-        else:
-            path = Path(os.fspath(model))
-            if not path.is_file():
-                raise BadInputError(f"{path}: no such file")
-            _admitted(path, str(path), strict_input, report)
-            proto = onnx.load(path)
-        held = to_ir(proto)
-        if isinstance(held, str):
-            report.ops_before = report.ops_after = count_ops(proto)
-            report.unchanged = held
-            report.notes.append(f"handed back unchanged: {held}")
-            copy = onnx.ModelProto()
-            copy.CopyFrom(proto)
-            return copy
-        return _fold_and_check(held, proto, kwargs, input_shapes, inline_functions)
+    report = report if report is not None else Report()
+    kwargs: dict[str, Any] = {
+        "freeze_inputs": freeze_inputs,
+        "strict_spec": strict_spec,
+        "report": report,
+        "skip": skip,
+        "only": only,
+        "max_unroll": max_unroll,
+    }
+    if isinstance(model, ir.Model):
+        original = ir.serde.serialize_model(model)
+        _admitted(original, "model", strict_input, report)
+        result = _fold_and_check(model, original, kwargs, input_shapes, inline_functions)
+        if inline_functions and model.functions:  # the inlined form, in place
+            model.graph = ir.serde.deserialize_model(result).graph
+            model.functions.clear()
+        return model
+    if isinstance(model, onnx.ModelProto):
+        proto, name = model, "model"
+        _admitted(proto, name, strict_input, report)
+    else:
+        path = Path(os.fspath(model))
+        if not path.is_file():
+            raise BadInputError(f"{path}: no such file")
+        _admitted(path, str(path), strict_input, report)
+        proto = onnx.load(path)
+    held = to_ir(proto)
+    if isinstance(held, str):
+        report.ops_before = report.ops_after = count_ops(proto)
+        report.unchanged = held
+        report.notes.append(f"handed back unchanged: {held}")
+        copy = onnx.ModelProto()
+        copy.CopyFrom(proto)
+        return copy
+    return _fold_and_check(held, proto, kwargs, input_shapes, inline_functions)
 
 
 def _fold_and_check(
