@@ -45,8 +45,10 @@ def run_passes(
     skip: Iterable[str] = (),
     only: Iterable[str] | None = None,
     max_unroll: int = DEFAULT_MAX_UNROLL,
+    original: Callable[[], ir.Model] | None = None,
 ) -> Report:
-    """Optimize ``model`` in place, with no self-check; return the report."""
+    """Optimize ``model`` in place, with no self-check; return the report. ``original``, when
+    given, makes a fresh copy of ``model`` as it is now (see :class:`FoldSequencesPass`)."""
     report = report if report is not None else Report()
     report.ops_before = count_ops(model)
     options = FoldOptions(
@@ -57,7 +59,7 @@ def run_passes(
     )
     start = time.perf_counter()
     with no_cycle_collection():
-        FoldSequencesPass(options, report)(model)
+        FoldSequencesPass(options, report, original)(model)
     report.timings["passes"] = time.perf_counter() - start
     report.ops_after = count_ops(model)
     return report
@@ -103,6 +105,7 @@ def optimize_ir(
             skip=skip,
             only=only,
             max_unroll=max_unroll,
+            original=_reloader(original),
         )
         if original is not None:
             checked(ir.serde.serialize_model(model), report, lambda: original)
@@ -214,12 +217,19 @@ def _fold_and_check(
         report: Report = kwargs["report"]
         if input_shapes:
             report.notes.extend(fix_input_shapes(model, input_shapes))
-        run_passes(model, **kwargs)
+        run_passes(model, **kwargs, original=None if input_shapes else _reloader(original))
         result = ir.serde.serialize_model(model)
         if inline:
             result = inline_local_functions(result, report)
         checked(result, report, lambda: original)
     return result
+
+
+def _reloader(proto: onnx.ModelProto | None) -> Callable[[], ir.Model] | None:
+    """A fresh model from the ``proto`` the model being optimized was loaded from."""
+    if proto is None:
+        return None
+    return lambda: ir.serde.deserialize_model(proto)
 
 
 def _admitted(model: onnx.ModelProto | Path, name: str, strict: bool, report: Report) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import onnx_ir as ir
 
 from seqpasses.core.graph import unique_value_names
@@ -33,10 +35,18 @@ class FoldSequencesPass(ir.passes.InPlacePass):
     when the model really changed, so a second run reports false.
     """
 
-    def __init__(self, options: FoldOptions | None = None, report: Report | None = None) -> None:
+    def __init__(
+        self,
+        options: FoldOptions | None = None,
+        report: Report | None = None,
+        original: Callable[[], ir.Model] | None = None,
+    ) -> None:
+        """``original``, when given, makes a fresh copy of the model as the pass receives it
+        (what the caller loaded it from): the function-inlining trial then needs no snapshot."""
         super().__init__()
         self.options = options or FoldOptions()
         self.report = report if report is not None else Report()
+        self.original = original
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         main_opset(model)  # (a model without an ONNX opset is refused before anything runs)
@@ -46,7 +56,9 @@ class FoldSequencesPass(ir.passes.InPlacePass):
         if not carriers:
             modified = self._fold(model, self.report)
         else:
-            modified = fold_with_functions_inlined(model, carriers, self._fold, self.report)
+            modified = fold_with_functions_inlined(
+                model, carriers, self._fold, self.report, self.original
+            )
         return ir.passes.PassResult(model, modified=modified)
 
     def _fold(self, model: ir.Model, report: Report) -> bool:

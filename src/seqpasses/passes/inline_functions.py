@@ -54,15 +54,25 @@ def fold_with_functions_inlined(
     carriers: set[ir.OperatorIdentifier],
     fold: Callable[[ir.Model, Report], bool],
     report: Report,
+    original: Callable[[], ir.Model] | None = None,
 ) -> bool:
     """Fold ``model`` with ``fold``, and a copy with ``carriers`` inlined; keep the better one
-    (in ``model``) and its records (in ``report``); whether ``model`` changed."""
-    snapshot = ir.serde.serialize_model(model)
+    (in ``model``) and its records (in ``report``); whether ``model`` changed.
+
+    The copy is ``original()`` when given (a fresh model equal to ``model`` as it is now: the
+    caller still holds what it was loaded from), else a snapshot serialized before folding
+    (the whole model, paid even when no trial is needed)."""
+    snapshot = ir.serde.serialize_model(model) if original is None else None
     kept = Report()
     modified = fold(model, kept)
     left = count_sequence_ops(model)
     if left:
-        trial, inlined = Report(), ir.serde.deserialize_model(snapshot)
+        trial = Report()
+        if snapshot is not None:
+            inlined = ir.serde.deserialize_model(snapshot)
+        else:
+            assert original is not None
+            inlined = original()
         try:
             common_passes.InlinePass(criteria=lambda fn: fn.identifier() in carriers)(inlined)
         except Exception as error:  # cycles, opset clashes: fold the functions as they are
