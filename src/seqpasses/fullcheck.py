@@ -36,10 +36,13 @@ The quadratic copy is left inside one large subgraph that itself holds thousands
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 
 import onnx
 from onnx import helper
+
+from seqpasses.core.graph import DEFAULT_DOMAINS, GRAPH_HOLDERS
 
 __all__ = ["SLICE", "full_check"]
 
@@ -50,8 +53,6 @@ _LARGE = 1024
 """Initializers with more elements than this are given to a slice as typed inputs."""
 
 _FunctionKey = tuple[str, str, str]
-
-_HOLDERS = frozenset({"If", "Loop", "Scan", "SequenceMap"})  # the ONNX ops with graphs
 
 
 def full_check(model: onnx.ModelProto, slice_size: int = SLICE) -> None:
@@ -77,7 +78,7 @@ def _holds_graphs(node: onnx.NodeProto) -> bool:
 
 
 def _graphs(node: onnx.NodeProto) -> Iterator[onnx.GraphProto]:
-    if not node.attribute or (node.domain in ("", "ai.onnx") and node.op_type not in _HOLDERS):
+    if not node.attribute or (node.domain in DEFAULT_DOMAINS and node.op_type not in GRAPH_HOLDERS):
         return
     for attr in node.attribute:
         if attr.type == onnx.AttributeProto.GRAPH:
@@ -124,12 +125,28 @@ def _called(
 
 
 def _is_large(tensor: onnx.TensorProto) -> bool:
-    if tensor.data_location == onnx.TensorProto.EXTERNAL:
-        return True
-    elements = 1
-    for dim in tensor.dims:
-        elements *= dim
-    return elements > _LARGE
+    external = tensor.data_location == onnx.TensorProto.EXTERNAL
+    return external or math.prod(tensor.dims) > _LARGE
+
+
+def _source(
+    name: str,
+    constants: dict[str, onnx.NodeProto],
+    initializers: dict[str, onnx.TensorProto],
+    types: dict[str, onnx.TypeProto],
+) -> onnx.NodeProto | onnx.TensorProto | onnx.ValueInfoProto | None:
+    """How a slice gets ``name`` from outside: a copy of its Constant node, the initializer
+    itself (small ones: onnx reads their data), or a typed input (None when untyped)."""
+    if name in constants:
+        return constants[name]
+    tensor = initializers.get(name)
+    if tensor is not None and not _is_large(tensor):
+        return tensor
+    if name in types:
+        return helper.make_value_info(name, types[name])
+    if tensor is not None:
+        return helper.make_tensor_value_info(name, tensor.data_type, list(tensor.dims))
+    return None
 
 
 def _sliced_inference(model: onnx.ModelProto, slice_size: int) -> None:
@@ -175,17 +192,13 @@ def _sliced_inference(model: onnx.ModelProto, slice_size: int) -> None:
                 if name in made or name in seen:
                     continue
                 seen.add(name)
-                if name in constants:
-                    copies.append(constants[name])
-                elif name in initializers and not _is_large(initializers[name]):
-                    tensors.append(initializers[name])
-                elif name in types:
-                    inputs.append(helper.make_value_info(name, types[name]))
-                elif name in initializers:
-                    tensor = initializers[name]
-                    inputs.append(
-                        helper.make_tensor_value_info(name, tensor.data_type, list(tensor.dims))
-                    )
+                source = _source(name, constants, initializers, types)
+                if isinstance(source, onnx.NodeProto):
+                    copies.append(source)
+                elif isinstance(source, onnx.TensorProto):
+                    tensors.append(source)
+                elif source is not None:
+                    inputs.append(source)
             if node is not None:
                 made.update(node.output)
         called: dict[_FunctionKey, onnx.FunctionProto] = dict(uncalled) if start == 0 else {}
@@ -212,5 +225,5 @@ def _sliced_inference(model: onnx.ModelProto, slice_size: int) -> None:
             ):
                 types[value.name] = value.type
         for node in part:
-            if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+            if node.op_type == "Constant" and node.domain in DEFAULT_DOMAINS:
                 constants.update((name, node) for name in node.output)

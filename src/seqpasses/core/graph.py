@@ -18,6 +18,7 @@ import onnx_ir as ir
 
 __all__ = [
     "DEFAULT_DOMAINS",
+    "GRAPH_HOLDERS",
     "all_nodes",
     "detach",
     "drop_nodes_of",
@@ -58,7 +59,7 @@ def label(node: ir.Node) -> str:
     return f"{node.op_type} '{node.name}'" if node.name else node.op_type
 
 
-_HOLDERS = {  # the ONNX ops with graph attributes, and those attributes
+GRAPH_HOLDERS = {  # the ONNX ops with graph attributes, and those attributes
     "If": ("then_branch", "else_branch"),
     "Loop": ("body",),
     "Scan": ("body",),
@@ -71,7 +72,7 @@ def subgraphs(node: ir.Node) -> list[tuple[str, ir.Graph]]:
     (``body``, ``then_branch``, ``branches[1]``)."""
     found: list[tuple[str, ir.Graph]] = []
     if node.domain in DEFAULT_DOMAINS:  # (called for every node of every walk: kept quick)
-        for name in _HOLDERS.get(node.op_type, ()):
+        for name in GRAPH_HOLDERS.get(node.op_type, ()):
             attr = node.attributes.get(name)
             if attr is not None and not attr.is_ref() and attr.type == ir.AttributeType.GRAPH:
                 found.append((name, attr.as_graph()))

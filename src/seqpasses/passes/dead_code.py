@@ -19,7 +19,7 @@ import functools
 import onnx
 import onnx_ir as ir
 
-from seqpasses.core.graph import drop_subgraphs, is_default, subgraphs
+from seqpasses.core.graph import drop_subgraphs, is_default, onnx_opset, subgraphs
 
 __all__ = ["RemoveDeadNodesPass", "remove_dead_nodes"]
 
@@ -35,7 +35,7 @@ def remove_dead_nodes(
     from the outputs backwards, so the order of the nodes does not matter (an unrolled or
     inlined copy may leave them unsorted). Subgraphs are cleaned first: what a dead node
     inside a branch read must not keep an outer node alive."""
-    opset = graph.opset_imports.get("", opset) if opset is None else opset
+    opset = onnx_opset(graph.opset_imports) if opset is None else opset
     holders = []
     for node in graph:
         inner = subgraphs(node)

@@ -62,17 +62,14 @@ def fold_with_functions_inlined(
     The copy is ``original()`` when given (a fresh model equal to ``model`` as it is now: the
     caller still holds what it was loaded from), else a snapshot serialized before folding
     (the whole model, paid even when no trial is needed)."""
-    snapshot = ir.serde.serialize_model(model) if original is None else None
+    if original is None:
+        snapshot = ir.serde.serialize_model(model)
+        original = lambda: ir.serde.deserialize_model(snapshot)  # noqa: E731
     kept = Report()
     modified = fold(model, kept)
     left = count_sequence_ops(model)
     if left:
-        trial = Report()
-        if snapshot is not None:
-            inlined = ir.serde.deserialize_model(snapshot)
-        else:
-            assert original is not None
-            inlined = original()
+        trial, inlined = Report(), original()
         try:
             common_passes.InlinePass(criteria=lambda fn: fn.identifier() in carriers)(inlined)
         except Exception as error:  # cycles, opset clashes: fold the functions as they are
