@@ -12,6 +12,7 @@ import pytest
 
 from helpers import ROOT, SHARED
 from seqpasses.fullcheck import _sliced_inference, full_check
+from seqpasses.report import all_proto_graphs
 
 HEADER = '<ir_version: 8, opset_import: ["" : 18, "local" : 1]>'
 
@@ -80,6 +81,16 @@ def _model(text: str) -> onnx.ModelProto:
     return onnx.parser.parse_model(text)
 
 
+def _sliced_passes(model: onnx.ModelProto, size: int) -> bool:
+    """Whether the structural check and the sliced inference (slices of ``size``) pass."""
+    try:
+        onnx.checker.check_model(model)
+        _sliced_inference(model, size)
+    except Exception:
+        return False
+    return True
+
+
 def _onnx_passes(model: onnx.ModelProto) -> bool:
     try:
         onnx.checker.check_model(model, full_check=True)
@@ -124,31 +135,17 @@ def test_slices_agree_with_onnx_on_every_stored_model() -> None:
         model = onnx.load(path)
         valid = _onnx_passes(model)
         for size in (1, 3):
-            try:
-                onnx.checker.check_model(model)
-                _sliced_inference(model, size)
-                sliced = True
-            except Exception:
-                sliced = False
+            sliced = _sliced_passes(model, size)
             if sliced != valid:
                 disagree.append(f"{path.name} (slice {size}): onnx {valid}, sliced {sliced}")
     assert not disagree
-
-
-def _all_graphs(graph: onnx.GraphProto) -> list[onnx.GraphProto]:
-    found = [graph]
-    for node in graph.node:
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.GRAPH:
-                found.extend(_all_graphs(attr.g))
-    return found
 
 
 def _mutant(model: onnx.ModelProto, rng: random.Random) -> onnx.ModelProto | None:
     """``model`` with one declared type or one int64 Constant changed at random."""
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
-    graph = rng.choice(_all_graphs(copy.graph))
+    graph = rng.choice([g for g in all_proto_graphs(copy) if isinstance(g, onnx.GraphProto)])
     if rng.random() < 0.2:
         constants = [
             n.attribute[0].t
@@ -198,11 +195,7 @@ def test_slices_agree_with_onnx_on_mutants_of_the_stored_models() -> None:
         valid = _onnx_passes(model)
         failing += not valid
         for size in (1, 3):
-            try:
-                _sliced_inference(model, size)
-                sliced = True
-            except Exception:
-                sliced = False
+            sliced = _sliced_passes(model, size)
             if sliced != valid:
                 disagree.append(f"mutant {tried} (slice {size}): onnx {valid}, sliced {sliced}")
     assert failing > 50  # (the mutants do break models)
