@@ -21,7 +21,7 @@ SAMPLES = ROOT / "sample_models"
 SHARED = ROOT.parent / "shared"
 CONFORMANCE = SHARED / "conformance"
 
-from seqpasses.report import SEQUENCE_OPS  # noqa: E402
+from seqpasses.core.ops import SEQUENCE_OPS  # noqa: E402
 
 
 def run_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:

@@ -276,14 +276,14 @@ def test_a_fault_of_seqpasses_is_one_line_and_exit_3(
 ) -> None:
     # stands in for a bug in seqpasses' own passes (onnx and the file system stay real)
     import seqpasses.cli
+    import seqpasses.cli.views
     import seqpasses.pipeline
-    import seqpasses.views
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("simulated fault")
 
     monkeypatch.setattr(seqpasses.pipeline, "run_passes", broken)
-    monkeypatch.setattr(seqpasses.views, "optimize_ir", broken)
+    monkeypatch.setattr(seqpasses.cli.views, "optimize_loaded", broken)
     out = tmp_path / "out.onnx"
     code = seqpasses.cli.main(["optimize", str(SAMPLE), "-o", str(out)])
     err = capsys.readouterr().err

@@ -15,7 +15,7 @@ from onnx.reference import ReferenceEvaluator
 
 import seqpasses
 from helpers import conformance_cases, load_case, refold_modified, sequence_op_count
-from seqpasses.verify import _compare
+from seqpasses.verification import compare as _compare
 
 CASES = conformance_cases()
 pytestmark = pytest.mark.skipif(not CASES, reason="../shared/conformance/ is not present")

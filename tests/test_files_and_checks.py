@@ -19,7 +19,7 @@ import pytest
 
 import seqpasses
 from helpers import SAMPLES, run_cli, sequence_op_count
-from seqpasses.verify import load_inputs
+from seqpasses.verification import load_inputs
 from test_external_data import _saved_with_external_data
 
 SAMPLE = SAMPLES / "unbind_stack.onnx"

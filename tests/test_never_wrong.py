@@ -48,7 +48,7 @@ import onnx_ir as ir  # noqa: E402
 import pytest  # noqa: E402
 
 from helpers import RULES, SAMPLES, parse_rule, run_cli  # noqa: E402
-from seqpasses.selfcheck import SelfCheckError, self_check  # noqa: E402
+from seqpasses.checks.selfcheck import SelfCheckError, self_check  # noqa: E402
 
 BRANCHES = RULES / "if_runtime_condition_static_sequences.rule"
 
@@ -90,12 +90,11 @@ def test_cli_writes_nothing_and_exits_3_when_the_self_check_fails(
     onnx.save(parse_rule(BRANCHES).before, source)
     real = seqpasses.pipeline.run_passes
 
-    def lose_a_branch(model: ir.Model, **kwargs: object) -> seqpasses.Report:
-        report = real(model, **kwargs)  # type: ignore[arg-type]
+    def lose_a_branch(model: ir.Model, *args: object, **kwargs: object) -> None:
+        real(model, *args, **kwargs)  # type: ignore[arg-type]
         for node in model.graph:
             if node.op_type == "If":
                 node.attributes.pop("else_branch")
-        return report
 
     monkeypatch.setattr(seqpasses.pipeline, "run_passes", lose_a_branch)
     out = tmp_path / "out.onnx"
@@ -107,17 +106,16 @@ def test_cli_writes_nothing_and_exits_3_when_the_self_check_fails(
 
 
 def test_api_raises_when_the_self_check_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    import seqpasses.api
+    import seqpasses.pipeline
 
-    real = seqpasses.api.run_passes
+    real = seqpasses.pipeline.run_passes
 
-    def add_a_sequence(model: ir.Model, **kwargs: object) -> seqpasses.Report:
-        report = real(model, **kwargs)  # type: ignore[arg-type]
+    def add_a_sequence(model: ir.Model, *args: object, **kwargs: object) -> None:
+        real(model, *args, **kwargs)  # type: ignore[arg-type]
         for _ in range(4):  # the input had 3
             model.graph.append(ir.node("SequenceEmpty", [], {"dtype": 1}))
-        return report
 
-    monkeypatch.setattr(seqpasses.api, "run_passes", add_a_sequence)
+    monkeypatch.setattr(seqpasses.pipeline, "run_passes", add_a_sequence)
     with pytest.raises(SelfCheckError, match="more sequence ops"):
         seqpasses.optimize(parse_rule(BRANCHES).before)
 

@@ -19,7 +19,7 @@ from onnx.reference import ReferenceEvaluator
 
 import seqpasses
 from helpers import SAMPLES, op_counts, run_cli, sequence_op_count, stored_runs
-from seqpasses.verify import REFERENCE_OVERRIDES
+from seqpasses.verification import REFERENCE_OVERRIDES
 
 TORCH = SAMPLES / "torch"
 MODELS = sorted(TORCH.glob("*.onnx"))

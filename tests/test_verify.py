@@ -8,7 +8,7 @@ import pytest
 from onnx.reference import ReferenceEvaluator
 
 import seqpasses
-from seqpasses.verify import REFERENCE_OVERRIDES, random_inputs
+from seqpasses.verification import REFERENCE_OVERRIDES, random_inputs
 
 INSERT_AT_END = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
 g (float[1] a, float[1] b) => (seq(float[1]) y) {

@@ -20,8 +20,8 @@ import onnx_ir as ir
 from seqpasses.core.dims import fill_shape, merge_shapes
 from seqpasses.core.graph import graphs
 from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
+from seqpasses.options import FoldOptions
 from seqpasses.passes.analysis import analyze
-from seqpasses.walk.context import FoldOptions
 
 __all__ = [
     "ShapeFacts",

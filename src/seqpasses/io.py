@@ -1,53 +1,26 @@
-"""Loading and saving models with one-line errors and no half-written files."""
+"""Reading and writing model files with one-line errors and no half-written files."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 
 import onnx
 import onnx_ir as ir
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
-from seqpasses.admit import BadInputError, admit, first_line, to_ir
+from seqpasses.checks.external import external_tensors
 from seqpasses.core.graph import DEFAULT_DOMAINS
+from seqpasses.errors import BadInputError, first_line
 
-__all__ = [
-    "BadInputError",
-    "Loaded",
-    "external_data_files",
-    "load_model",
-    "read_model",
-    "save_model",
-    "write_text",
-]
+__all__ = ["external_data_files", "read_proto", "save_ir", "save_proto", "write_text"]
 
 
-@dataclass
-class Loaded:
-    """A model file as read: its protobuf (external data not loaded), the onnx_ir model (None
-    when onnx_ir cannot hold it: ``unheld`` says why) and the warnings to show."""
-
-    proto: onnx.ModelProto
-    model: ir.Model | None
-    unheld: str = ""
-    warnings: list[str] = field(default_factory=list)
-
-
-def load_model(path: str | os.PathLike[str], *, strict: bool = False) -> ir.Model:
-    """Load a model file, raising :class:`BadInputError` with a one-line reason when it
-    cannot be taken (see :mod:`seqpasses.admit`) or onnx_ir cannot hold it."""
-    loaded = read_model(path, strict=strict)
-    if loaded.model is None:
-        raise BadInputError(f"{path}: {loaded.unheld}")
-    return loaded.model
-
-
-def read_model(path: str | os.PathLike[str], *, strict: bool = False) -> Loaded:
-    """Read, admit (:func:`seqpasses.admit.admit`) and deserialize a model file."""
+def read_proto(path: str | os.PathLike[str]) -> onnx.ModelProto:
+    """Read a model file (its external data stays on disk), or say in one line why not."""
     file = Path(path)
     if not file.exists():
         raise BadInputError(f"{file}: no such file")
@@ -59,28 +32,25 @@ def read_model(path: str | os.PathLike[str], *, strict: bool = False) -> Loaded:
         proto = onnx.load(os.fspath(file), load_external_data=False)
     except (DecodeError, ValueError, RuntimeError, OSError) as error:
         raise BadInputError(f"{file}: not an ONNX model ({first_line(error)})") from None
+    check_structure(proto, str(file))
+    return proto
+
+
+def check_structure(proto: onnx.ModelProto, name: str) -> None:
+    """The least a model must have to be read at all: a graph and an ONNX opset."""
     if not proto.HasField("graph") or (not proto.graph.node and not proto.graph.output):
-        raise BadInputError(f"{file}: not an ONNX model (no graph)")
+        raise BadInputError(f"{name}: not an ONNX model (no graph)")
     if not any(op.domain in DEFAULT_DOMAINS for op in proto.opset_import):
-        raise BadInputError(f"{file}: the model imports no ONNX opset (opset_import is empty)")
-    warnings = admit(file, str(file), strict=strict)
-    model = to_ir(proto)
-    if isinstance(model, str):
-        return Loaded(proto, None, model, warnings)
-    # External weights stay on disk until something reads them.
-    ir.external_data.set_base_dir(model.graph, file.resolve().parent)
-    return Loaded(proto, model, "", warnings)
+        raise BadInputError(f"{name}: the model imports no ONNX opset (opset_import is empty)")
 
 
 _TWO_GB = 2**31
 
 
 def external_data_files(proto: onnx.ModelProto, folder: Path) -> set[Path]:
-    """The files a model's external initializers live in, resolved against ``folder``."""
+    """The files a model's external tensors live in, resolved against ``folder``."""
     files: set[Path] = set()
-    for tensor in onnx.external_data_helper._get_all_tensors(proto):
-        if tensor.data_location != onnx.TensorProto.EXTERNAL:
-            continue
+    for _, tensor in external_tensors(proto):
         for entry in tensor.external_data:
             if entry.key == "location":
                 files.add((folder / entry.value).resolve())
@@ -119,20 +89,9 @@ def write_text(path: Path, text: str) -> None:
         raise
 
 
-def save_model(
-    model: ir.Model | None,
-    path: str | os.PathLike[str],
-    external_data: str | None = None,
-    proto: onnx.ModelProto | None = None,
-) -> None:
-    """Write ``model`` to ``path`` atomically, with the file mode the umask gives.
-
-    Everything is written into a temporary folder beside ``path`` and renamed into place, so
-    a failure leaves no half-written file. With ``external_data`` (a file name beside the
-    output) every initializer's data goes there instead of into the protobuf, which cannot
-    exceed 2 GB. ``proto``: ``model`` already serialized (written as it is when no external
-    data is asked for); with ``model`` None, ``proto`` is written (its external data loaded).
-    """
+def _staged(path: str | os.PathLike[str], write: Callable[[Path], None]) -> None:
+    """Run ``write(staged_file)`` in a temporary folder beside ``path``, then move what it
+    wrote into place: a failure leaves no half-written file."""
     target = Path(path)
     if not target.parent.is_dir():
         raise BadInputError(f"{target.parent}: output folder does not exist")
@@ -144,26 +103,50 @@ def save_model(
         raise BadInputError(f"{target}: cannot write ({error.strerror or error})") from None
     try:
         staged = staging / target.name
-        if external_data is not None:
-            if model is not None:
-                ir.save(model, staged, format="protobuf", external_data=external_data)
-            else:
-                assert proto is not None
-                onnx.save_model(proto, staged, save_as_external_data=True, location=external_data)
-            data = staging / external_data
-            if data.exists():
-                _replace(data, target.parent / external_data)
-        else:
-            if proto is None:
-                assert model is not None
-                proto = ir.serde.serialize_model(model)
-            if proto.ByteSize() >= _TWO_GB:
-                raise BadInputError(
-                    f"{target}: the model is larger than 2 GB; write its weights with --external-data"
-                )
-            staged.write_bytes(proto.SerializeToString(deterministic=True))
+        write(staged)
+        for made in staging.iterdir():
+            if made != staged:
+                _replace(made, target.parent / made.name)
         _replace(staged, target)
     except OSError as error:
         raise BadInputError(f"{target}: cannot write ({error.strerror or error})") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _protobuf(proto: onnx.ModelProto, target: Path) -> bytes:
+    if proto.ByteSize() >= _TWO_GB:
+        raise BadInputError(
+            f"{target}: the model is larger than 2 GB; write its weights with --external-data"
+        )
+    data: bytes = proto.SerializeToString(deterministic=True)
+    return data
+
+
+def save_ir(model: ir.Model, path: str | os.PathLike[str], external_data: str | None) -> None:
+    """Write ``model`` atomically; with ``external_data`` (a file name beside the output)
+    every initializer's data goes there instead of into the protobuf (which cannot exceed
+    2 GB)."""
+
+    def write(staged: Path) -> None:
+        if external_data is not None:
+            ir.save(model, staged, format="protobuf", external_data=external_data)
+        else:
+            staged.write_bytes(_protobuf(ir.serde.serialize_model(model), Path(path)))
+
+    _staged(path, write)
+
+
+def save_proto(
+    proto: onnx.ModelProto, path: str | os.PathLike[str], external_data: str | None
+) -> None:
+    """Write ``proto`` (its data in memory) atomically, its weights in ``external_data``
+    beside it when given."""
+
+    def write(staged: Path) -> None:
+        if external_data is not None:
+            onnx.save_model(proto, staged, save_as_external_data=True, location=external_data)
+        else:
+            staged.write_bytes(_protobuf(proto, Path(path)))
+
+    _staged(path, write)

@@ -12,35 +12,10 @@ import onnx
 import onnx_ir as ir
 
 from seqpasses.core.graph import DEFAULT_DOMAINS, all_nodes
+from seqpasses.core.ops import OPTIONAL_OPS, SEQUENCE_OPS
+from seqpasses.core.proto import all_proto_nodes
 
-__all__ = [
-    "OPTIONAL_OPS",
-    "SEQUENCE_OPS",
-    "Report",
-    "Rewrite",
-    "all_nodes",
-    "all_proto_nodes",
-    "count_ops",
-    "count_sequence_ops",
-]
-
-SEQUENCE_OPS = frozenset(
-    {
-        "SequenceConstruct",
-        "SequenceEmpty",
-        "SequenceInsert",
-        "SequenceErase",
-        "SequenceAt",
-        "SequenceLength",
-        "ConcatFromSequence",
-        "SplitToSequence",
-        "SequenceMap",
-    }
-)
-
-
-OPTIONAL_OPS = frozenset({"Optional", "OptionalGetElement", "OptionalHasElement"})
-"""Optional ops: back ends that reject sequences mostly reject these too."""
+__all__ = ["Report", "Rewrite", "count_ops", "count_sequence_ops"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +34,10 @@ class Rewrite:
     detail: str = ""
     source: str = ""
     kind: str = ""  # a left node's reason kind (seqpasses.core.sequence.REASON_KINDS)
+
+    def named(self) -> str:
+        """How messages name the node: its op type, and its name when it has one."""
+        return f"{self.op_type} '{self.node}'" if self.node else self.op_type
 
     def as_dict(self) -> dict[str, str]:
         return {
@@ -171,23 +150,3 @@ def count_sequence_ops(model: ir.Model | onnx.ModelProto | str | os.PathLike[str
 def _proto_nodes(model: onnx.ModelProto) -> Iterable[tuple[str, str]]:
     for node in all_proto_nodes(model):
         yield node.op_type, node.domain
-
-
-def all_proto_graphs(model: onnx.ModelProto) -> Iterable[onnx.GraphProto | onnx.FunctionProto]:
-    """Every graph of a ModelProto: the main graph, the functions, their subgraphs."""
-    graphs: list[onnx.GraphProto | onnx.FunctionProto] = [model.graph, *model.functions]
-    while graphs:
-        graph = graphs.pop()
-        yield graph
-        for node in graph.node:
-            for attr in node.attribute:
-                if attr.type == onnx.AttributeProto.GRAPH:
-                    graphs.append(attr.g)
-                elif attr.type == onnx.AttributeProto.GRAPHS:
-                    graphs.extend(attr.graphs)
-
-
-def all_proto_nodes(model: onnx.ModelProto) -> Iterable[onnx.NodeProto]:
-    """Every node of a ModelProto: main graph, subgraphs, functions."""
-    for graph in all_proto_graphs(model):
-        yield from graph.node

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 import onnx_ir as ir
 
 from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
+from seqpasses.options import FoldOptions
 from seqpasses.passes.walk import main_opset
 from seqpasses.report import Report
 from seqpasses.transfer.table import DRY_TABLE
-from seqpasses.walk.context import FoldOptions
 from seqpasses.walk.walker import Walker
 
 __all__ = ["Analysis", "analyze"]

@@ -7,13 +7,13 @@ from collections.abc import Callable
 import onnx_ir as ir
 
 from seqpasses.core.graph import unique_value_names
+from seqpasses.options import FoldOptions
 from seqpasses.passes.dead_code import RemoveDeadNodesPass
 from seqpasses.passes.inline_functions import fold_with_functions_inlined, sequence_functions
 from seqpasses.passes.record_left import RecordLeftPass
 from seqpasses.passes.repair_shapes import RepairShapesPass
 from seqpasses.passes.walk import WalkPass, main_opset
 from seqpasses.report import Report
-from seqpasses.walk.context import FoldOptions
 
 __all__ = ["FoldSequencesPass"]
 

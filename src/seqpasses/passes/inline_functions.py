@@ -15,7 +15,8 @@ import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
 
 from seqpasses.core.graph import graph_nodes, is_default
-from seqpasses.report import SEQUENCE_OPS, Report, Rewrite, count_sequence_ops
+from seqpasses.core.ops import SEQUENCE_OPS
+from seqpasses.report import Report, Rewrite, count_sequence_ops
 
 __all__ = ["fold_with_functions_inlined", "sequence_functions"]
 

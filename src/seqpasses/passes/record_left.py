@@ -5,7 +5,8 @@ from __future__ import annotations
 import onnx_ir as ir
 
 from seqpasses.core.graph import all_nodes, is_default, label
-from seqpasses.report import OPTIONAL_OPS, SEQUENCE_OPS, Report, Rewrite
+from seqpasses.core.ops import OPTIONAL_OPS, SEQUENCE_OPS
+from seqpasses.report import Report, Rewrite
 from seqpasses.walk.facts import Reason
 from seqpasses.walk.walker import Walker
 

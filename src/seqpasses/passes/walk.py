@@ -9,9 +9,9 @@ from __future__ import annotations
 import onnx_ir as ir
 
 from seqpasses.core.graph import onnx_opset
+from seqpasses.options import FoldOptions
 from seqpasses.report import Report
 from seqpasses.transfer.table import TABLE
-from seqpasses.walk.context import FoldOptions
 from seqpasses.walk.walker import Walker
 
 __all__ = ["WalkPass", "main_opset"]

@@ -17,8 +17,8 @@ import onnx_ir as ir
 
 from seqpasses.core.dims import same_dim
 from seqpasses.core.graph import drop_nodes_of, graph_nodes, is_default, own_output, subgraph_path
+from seqpasses.core.ops import SEQUENCE_OPS
 from seqpasses.core.sequence import Reason, StackedSequence
-from seqpasses.report import SEQUENCE_OPS
 from seqpasses.transfer import rows
 from seqpasses.transfer.common import stable
 from seqpasses.transfer.stacked import stacked_of

@@ -8,30 +8,14 @@ one ``RULES`` entry, and one ``rules/*.rule`` file that names the rewrite id.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from seqpasses.options import GROUPS
 from seqpasses.transfer import control, loops, sequence_ops, stacked, stacked_map, unit_split
 from seqpasses.walk.context import Entry
 
-__all__ = ["DRY_TABLE", "GROUPS", "RULES", "TABLE", "Rule", "merge", "select_rewrites"]
-
-GROUPS: dict[str, str] = {
-    "sequence-ops": "fold Construct/Empty/Insert/Erase/Identity chains; lower SequenceAt, "
-    "SequenceLength, ConcatFromSequence, SplitToSequence",
-    "if-inline": "inline the taken branch of an If whose condition is a constant",
-    "sequence-map": "inline SequenceMap over static sequences, one body copy per element",
-    "optional": "pass values through Optional / OptionalGetElement; fold OptionalHasElement",
-    "loop-scan": "turn a Loop that appends to a list into a Loop with a scan output "
-    "(the body's len(l) and l[-1] become values it carries)",
-    "loop-unroll": "unroll a Loop with a constant trip count (<= --max-unroll) that reads "
-    "a sequence",
-    "function-inline": "inline model-local functions whose sequences cross their boundary, "
-    "when that leaves fewer sequence ops",
-    "stacked": "hold a list whose length or positions are known only at run time, and whose "
-    "elements share one shape, as one tensor [n, *E]",
-}
-"""The rewrite groups a caller can switch off by name (``--skip`` / ``--only``)."""
+__all__ = ["DRY_TABLE", "RULES", "TABLE", "Rule", "merge"]
 
 
 @dataclass(frozen=True)
@@ -95,18 +79,3 @@ RULES: dict[str, Rule] = _rules(
     },
 )
 """Every rewrite seqpasses applies, by id (the ids reports and ``rules/*.rule`` files use)."""
-
-
-def select_rewrites(skip: Iterable[str] = (), only: Iterable[str] | None = None) -> frozenset[str]:
-    """The set of disabled rewrite groups for ``skip``/``only`` (a string is one name);
-    ValueError on an unknown name."""
-    skip = (skip,) if isinstance(skip, str) else tuple(skip)
-    only = (only,) if isinstance(only, str) else None if only is None else tuple(only)
-    names = set(skip) | set(only or ())
-    unknown = sorted(names - set(GROUPS))
-    if unknown:
-        raise ValueError(f"unknown pass {', '.join(unknown)}; known: {', '.join(GROUPS)}")
-    disabled = set(skip)
-    if only is not None:
-        disabled |= set(GROUPS) - set(only)
-    return frozenset(disabled)

@@ -16,12 +16,12 @@ import numpy as np
 import onnx_ir as ir
 
 from seqpasses.core.constants import ConstantEvaluator
+from seqpasses.options import FoldOptions
 from seqpasses.walk.edits import Edits
 from seqpasses.walk.facts import Facts, Reason
-from seqpasses.walk.scope import DEFAULT_MAX_UNROLL, FoldOptions, Scope
+from seqpasses.walk.scope import Scope
 
 __all__ = [
-    "DEFAULT_MAX_UNROLL",
     "Context",
     "Entry",
     "FoldOptions",

@@ -17,8 +17,9 @@ import onnx_ir as ir
 from seqpasses.core.dims import contradicts, fill_shape, shape_text
 from seqpasses.core.emit import Emitter
 from seqpasses.core.graph import is_default, nested_nodes
+from seqpasses.core.ops import SEQUENCE_OPS
 from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
-from seqpasses.report import SEQUENCE_OPS, Report, Rewrite
+from seqpasses.report import Report, Rewrite
 from seqpasses.walk import trial
 from seqpasses.walk.facts import Facts, Reason
 from seqpasses.walk.scope import Scope

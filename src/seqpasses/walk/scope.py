@@ -1,4 +1,4 @@
-"""The options of a walk, and a graph being walked (its path, opset, shape oracle)."""
+"""A graph being walked: its path, opset and shape oracle."""
 
 from __future__ import annotations
 
@@ -8,26 +8,7 @@ import onnx_ir as ir
 
 from seqpasses.core.shapes import ShapeOracle
 
-__all__ = ["DEFAULT_MAX_UNROLL", "FoldOptions", "Scope"]
-
-DEFAULT_MAX_UNROLL = 64
-"""The largest constant trip count a Loop that reads a sequence is unrolled for."""
-
-
-@dataclass(frozen=True)
-class FoldOptions:
-    """Choices a caller makes explicitly.
-
-    ``freeze_inputs``: treat initializers that are also graph inputs as constants (a caller
-    could override them at run time, so by default they are not).
-    ``strict_spec``: follow the ONNX spec for ``SplitToSequence`` with a scalar split of 1 and
-    ``keepdims=0`` (elements keep the axis) instead of ONNX Runtime and PyTorch (squeezed).
-    """
-
-    freeze_inputs: bool = False
-    strict_spec: bool = False
-    disabled: frozenset[str] = frozenset()  # rewrite groups that are switched off
-    max_unroll: int = DEFAULT_MAX_UNROLL
+__all__ = ["Scope"]
 
 
 @dataclass

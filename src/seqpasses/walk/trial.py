@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import onnx_ir as ir
 
 from seqpasses.core.graph import detach, drop_subgraphs, is_default, nested_nodes
-from seqpasses.report import SEQUENCE_OPS
+from seqpasses.core.ops import SEQUENCE_OPS
 
 if TYPE_CHECKING:
     from seqpasses.walk.edits import Edits

@@ -14,8 +14,9 @@ import onnx_ir as ir
 
 from seqpasses.core.graph import is_default, onnx_opset, subgraph_path, subgraphs
 from seqpasses.core.shapes import ShapeOracle
+from seqpasses.options import FoldOptions
 from seqpasses.report import Report
-from seqpasses.walk.context import Context, Entry, FoldOptions, Scope, Table
+from seqpasses.walk.context import Context, Entry, Scope, Table
 from seqpasses.walk.edits import Edits
 from seqpasses.walk.facts import Facts, Reason
 

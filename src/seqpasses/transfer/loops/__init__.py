@@ -19,7 +19,7 @@ from __future__ import annotations
 import onnx_ir as ir
 
 from seqpasses.core.graph import graph_nodes, is_default, label
-from seqpasses.report import SEQUENCE_OPS
+from seqpasses.core.ops import SEQUENCE_OPS
 from seqpasses.transfer.loops import carry, lift, scan, unroll
 from seqpasses.transfer.loops.appends import append_pattern
 from seqpasses.transfer.loops.induction import infer_scan_shapes

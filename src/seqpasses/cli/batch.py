@@ -1,24 +1,27 @@
 """``seqpasses optimize DIR -o OUTDIR``: every ``.onnx`` under a folder, in parallel.
 
-Each model is one :class:`~seqpasses.pipeline.Job`, written at the same relative path under
-OUTDIR (its external data beside it). With ``--jobs N`` the jobs run in N worker processes.
-One bad model never stops the others: its failure is one line in the log and the summary,
-and the exit code is 1 when any model failed. Progress is a bar on a terminal and one plain
-line per model otherwise.
+Each model is one :class:`~seqpasses.cli.job.Job`, written at the same relative path under
+OUTDIR (its external data beside it), in a worker process of its own; ``--jobs N`` runs N at
+a time. One bad model never stops the others: a model that fails, runs past ``--timeout``
+or whose worker dies (killed for memory, say) is one line in the log and the summary, and the
+exit code is 1 when any model failed. The input and output trees must not overlap. Progress
+is a bar on a terminal and one plain line per model otherwise.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
+import signal
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, TextIO
 
-from seqpasses.io import BadInputError
-from seqpasses.pipeline import Job, check_report_path, run_job, write_report
+from seqpasses.cli.job import Job, check_report_path, run_job, write_report
+from seqpasses.errors import BadInputError
 
 __all__ = ["ModelResult", "run_batch"]
 
@@ -35,6 +38,7 @@ class ModelResult:
     left: int = 0
     seconds: float = 0.0
     check: str = ""  # --check's status: verified, partial, not verified ("" without --check)
+    check_why: str = ""  # why --check compared nothing, when it did not
     rewrites: list[str] = dataclasses.field(default_factory=list)
     report: dict[str, Any] | None = None
     changed: bool = False  # written and changed (else written as it was, or failed)
@@ -44,10 +48,15 @@ class ModelResult:
 def _run_one(job: Job, relative: str) -> ModelResult:
     start = time.perf_counter()
     try:
-        job.output.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            job.output.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise BadInputError(f"{job.output.parent}: cannot make it ({error.strerror})") from None
         outcome = run_job(job)
     except BadInputError as error:
         return ModelResult(relative, False, str(error), seconds=time.perf_counter() - start)
+    except MemoryError:
+        return ModelResult(relative, False, "out of memory", seconds=time.perf_counter() - start)
     except Exception as error:  # one broken model must not stop the batch
         message = f"internal error: {type(error).__name__}: {error}".splitlines()[0]
         return ModelResult(relative, False, message, seconds=time.perf_counter() - start)
@@ -66,6 +75,7 @@ def _run_one(job: Job, relative: str) -> ModelResult:
         len(report.left),
         time.perf_counter() - start,
         "" if verdict is None else verdict.status,
+        "" if verdict is None or verdict.verified else str(verdict).removeprefix("not verified: "),
         [f"{r.rule}: {r.op_type} {r.node} {r.detail}".strip() for r in report.rewrites],
         data,
         outcome.written and report.changed,
@@ -124,6 +134,99 @@ def _line(result: ModelResult, done: int, total: int) -> str:
     )
 
 
+def _worker(job: Job, relative: str, pipe: Connection) -> None:
+    """A worker process: one model, its result sent back."""
+    pipe.send(_run_one(job, relative))
+    pipe.close()
+
+
+def _died(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        killed = " (killed: out of memory?)" if -code == signal.SIGKILL else ""
+        return f"its worker process died of {name}{killed}"
+    return f"its worker process exited with code {code} before it reported"
+
+
+@dataclass
+class _Running:
+    process: multiprocessing.process.BaseProcess
+    pipe: Connection
+    relative: str
+    start: float
+
+
+def _run_all(
+    work: list[tuple[Job, str]], jobs: int, timeout: float, done: Any
+) -> list[ModelResult]:
+    """Run each job in a worker process of its own, ``jobs`` at a time; call ``done`` with
+    each result as it comes. A worker past ``timeout`` seconds is stopped; one that dies
+    without a result is that model's failure."""
+    methods = multiprocessing.get_all_start_methods()
+    context: Any = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    pending = list(reversed(work))
+    running: list[_Running] = []
+    results: list[ModelResult] = []
+
+    def finish(task: _Running, result: ModelResult) -> None:
+        task.pipe.close()
+        task.process.join()
+        running.remove(task)
+        results.append(result)
+        done(result)
+
+    while pending or running:
+        while pending and len(running) < jobs:
+            job, relative = pending.pop()
+            reader, writer = context.Pipe(duplex=False)
+            process = context.Process(target=_worker, args=(job, relative, writer), daemon=True)
+            process.start()
+            writer.close()
+            running.append(_Running(process, reader, relative, time.perf_counter()))
+        now = time.perf_counter()
+        soonest = min(task.start + timeout for task in running) - now
+        wait([task.pipe for task in running], timeout=max(soonest, 0.0) + 0.01)
+        now = time.perf_counter()
+        for task in list(running):
+            seconds = now - task.start
+            try:
+                ready = task.pipe.poll()
+            except OSError:
+                ready = False
+            if ready:
+                try:
+                    result = task.pipe.recv()
+                except EOFError:  # closed without a result: the worker died
+                    task.process.join()
+                    message = _died(task.process.exitcode)
+                    result = ModelResult(task.relative, False, message, seconds=seconds)
+                finish(task, result)
+            elif not task.process.is_alive():
+                task.process.join()
+                message = _died(task.process.exitcode)
+                finish(task, ModelResult(task.relative, False, message, seconds=seconds))
+            elif seconds > timeout:
+                task.process.kill()
+                message = f"stopped after {timeout:g} s (--timeout)"
+                finish(task, ModelResult(task.relative, False, message, seconds=seconds))
+    return results
+
+
+def _overlap(source: Path, target: Path) -> str:
+    """Why the input and output trees overlap ('' when they do not)."""
+    inside, outside = source.resolve(), target.resolve()
+    if inside == outside:
+        return "the output folder is the input folder"
+    if outside.is_relative_to(inside):
+        return "the output folder must not be inside the input folder"
+    if inside.is_relative_to(outside):
+        return "the output folder must not hold the input folder (outputs would overwrite inputs)"
+    return ""
+
+
 def run_batch(
     template: Job,
     source: Path,
@@ -133,18 +236,23 @@ def run_batch(
     quiet: bool = False,
     verbose: bool = False,
     report: Path | None = None,
+    timeout: float = 600.0,
 ) -> int:
     """Optimize every ``.onnx`` under ``source`` into ``target`` with ``template``'s settings."""
     if target.exists() and not target.is_dir():
         raise BadInputError(f"{target}: the input is a folder, so the output must be one too")
-    if target.resolve().is_relative_to(source.resolve()):
-        raise BadInputError(f"{target}: the output folder must not be inside the input folder")
+    overlap = _overlap(source, target)
+    if overlap:
+        raise BadInputError(f"{target}: {overlap}")
     if report is not None:
         check_report_path(report)
     models = sorted(p for p in source.rglob("*.onnx") if p.is_file())
     if not models:
         raise BadInputError(f"{source}: no .onnx files under this folder")
-    target.mkdir(parents=True, exist_ok=True)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise BadInputError(f"{target}: cannot make the output folder ({error.strerror})") from None
     work = [
         (
             dataclasses.replace(template, input=p, output=target / p.relative_to(source)),
@@ -154,17 +262,7 @@ def run_batch(
     ]
     progress = _Progress(len(work), quiet, verbose, sys.stderr, sys.stdout)
     start = time.perf_counter()
-    results: list[ModelResult] = []
-    if jobs == 1:
-        for job, relative in work:
-            results.append(_run_one(job, relative))
-            progress.update(results[-1])
-    else:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(work))) as pool:
-            futures = [pool.submit(_run_one, job, relative) for job, relative in work]
-            for future in as_completed(futures):
-                results.append(future.result())
-                progress.update(results[-1])
+    results = _run_all(work, min(jobs, len(work)), timeout, progress.update)
     progress.close()
     elapsed = time.perf_counter() - start
     results.sort(key=lambda r: r.path)
@@ -196,10 +294,12 @@ def run_batch(
         }
         data = {"summary": summary, "totals": totals, "models": [asdict(r) for r in results]}
         write_report(report, data)
-    if not quiet or failed:
+    if not quiet or failed or unverified:
         print(summary)
         for result in failed:
             print(f"  failed: {result.path}: {result.error}")
+        for result in unverified:
+            print(f"  not verified: {result.path}: {result.check_why}")
     if failed:
         return 1
     return 4 if unverified else 0

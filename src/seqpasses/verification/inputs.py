@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import zipfile
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
 
-__all__ = ["load_inputs", "random_inputs"]
+from seqpasses.errors import BadInputError
+
+__all__ = ["check_inputs", "load_inputs", "random_inputs"]
 
 
 def _random_tensor(
@@ -79,3 +83,47 @@ def load_inputs(path: str | os.PathLike[str]) -> list[dict[str, np.ndarray]]:
             elif ".output:" not in key:
                 keyed.setdefault("", {})[key] = data[key]
     return [keyed[k] for k in sorted(keyed, key=lambda k: (len(k), k))]
+
+
+def check_inputs(path: Path, model: onnx.ModelProto) -> list[dict[str, np.ndarray]]:
+    """``--check-inputs``: the input sets of an ``.npz`` (:func:`load_inputs`), each array
+    named after a graph input of the declared dtype and rank; one line and exit 2 when not
+    (inputs a set leaves out are drawn at random)."""
+    try:
+        sets = load_inputs(path)
+    except (OSError, ValueError, zipfile.BadZipFile) as error:
+        text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise BadInputError(
+            f"{path}: not an .npz of input arrays ({text}) (--check-inputs)"
+        ) from None
+    initializers = {init.name for init in model.graph.initializer}
+    declared = {i.name: i.type for i in model.graph.input if i.name not in initializers}
+    if not sets or not any(sets):
+        raise BadInputError(f"{path}: holds no input arrays (--check-inputs)")
+    for number, feeds in enumerate(sets):
+        where = f"{path}" + (f" (set {number})" if len(sets) > 1 else "")
+        for name, array in feeds.items():
+            if name not in declared:
+                known = ", ".join(sorted(declared)) or "none"
+                raise BadInputError(
+                    f"{where}: array {name!r} names no graph input (inputs: {known}) "
+                    "(--check-inputs)"
+                )
+            kind = declared[name].WhichOneof("value")
+            if kind != "tensor_type":
+                continue
+            tensor = declared[name].tensor_type
+            expected = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type)
+            if np.dtype(array.dtype) != np.dtype(expected) and not (
+                expected == np.object_ and array.dtype.kind in "US"
+            ):
+                raise BadInputError(
+                    f"{where}: array {name!r} is {array.dtype}, the input is {np.dtype(expected)} "
+                    "(--check-inputs)"
+                )
+            if tensor.HasField("shape") and len(tensor.shape.dim) != array.ndim:
+                raise BadInputError(
+                    f"{where}: array {name!r} has rank {array.ndim}, the input "
+                    f"{len(tensor.shape.dim)} (--check-inputs)"
+                )
+    return sets

@@ -1,7 +1,7 @@
 """Differential verification: run the model before and after on the same inputs.
 
 Each evaluator (``onnx.reference.ReferenceEvaluator`` with the spec-exact kernels of
-:mod:`seqpasses.verify_kernels`, and ONNX Runtime when it is installed) runs both models on
+:mod:`seqpasses.verification.kernels`, and ONNX Runtime when it is installed) runs both models on
 the same input sets and compares their outputs: dtypes and shapes exactly, floats with
 tolerances from the dtype and the outputs' magnitude, sequences element by element. ONNX
 Runtime runs with its graph optimizations off, so that the rewrite, not its fusions, is what
@@ -18,26 +18,18 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 import onnx
 import onnx_ir as ir
-from onnx.reference import ReferenceEvaluator
 
-from seqpasses.verify_inputs import load_inputs, random_inputs
-from seqpasses.verify_kernels import REFERENCE_OVERRIDES, overrides
+from seqpasses.verification.engines import Runner, ort_missing, outcome, reference, runtime
+from seqpasses.verification.inputs import random_inputs
 
-__all__ = [
-    "REFERENCE_OVERRIDES",
-    "EngineResult",
-    "VerifyReport",
-    "load_inputs",
-    "random_inputs",
-    "verify",
-]
+__all__ = ["EngineResult", "VerifyReport", "compare", "verify"]
 
 # -- the report --------------------------------------------------------------------------
 
@@ -142,7 +134,7 @@ def _tolerance(a: np.ndarray) -> tuple[float, float]:
     return rtol, max(base, 16 * eps * scale)
 
 
-def _compare(name: str, a: Any, b: Any) -> str:
+def compare(name: str, a: Any, b: Any) -> str:
     """'' when equal, else what differs."""
     if isinstance(a, list) or isinstance(b, list):
         if not (isinstance(a, list) and isinstance(b, list)):
@@ -150,7 +142,7 @@ def _compare(name: str, a: Any, b: Any) -> str:
         if len(a) != len(b):
             return f"{name}: sequence length {len(a)} vs {len(b)}"
         for i, (x, y) in enumerate(zip(a, b, strict=False)):
-            diff = _compare(f"{name}[{i}]", x, y)
+            diff = compare(f"{name}[{i}]", x, y)
             if diff:
                 return diff
         return ""
@@ -168,57 +160,6 @@ def _compare(name: str, a: Any, b: Any) -> str:
         return ""
     worst = float(np.max(np.abs(a.astype(np.complex128) - b.astype(np.complex128))))
     return f"{name}: max abs difference {worst:g}"
-
-
-# -- running -------------------------------------------------------------------------------
-
-Runner = Callable[[dict[str, Any]], list[Any]]
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
-
-
-def _reference(model: onnx.ModelProto, strict_spec: bool) -> Runner | str:
-    try:
-        evaluator = ReferenceEvaluator(model, new_ops=overrides(strict_spec))
-    except Exception as error:
-        return _first_line(error)
-    return lambda feeds: list(evaluator.run(None, feeds))
-
-
-def _onnxruntime(model: onnx.ModelProto) -> Runner | str:
-    """A runner on ONNX Runtime (graph optimizations off), or why there is none."""
-    import onnxruntime as ort
-
-    try:
-        options = ort.SessionOptions()
-        options.log_severity_level = 4
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        session = ort.InferenceSession(
-            model.SerializeToString(), options, providers=["CPUExecutionProvider"]
-        )
-    except Exception as error:
-        return _first_line(error)
-    return lambda feeds: list(session.run(None, feeds))
-
-
-def _ort_missing() -> str:
-    try:
-        import onnxruntime  # noqa: F401
-    except ImportError:
-        return "ONNX Runtime is not installed (pip install 'seqpasses[ort]')"
-    return ""
-
-
-def _outcome(runner: Runner | str, feeds: dict[str, Any]) -> tuple[list[Any] | None, str]:
-    if isinstance(runner, str):
-        return None, f"cannot load: {runner}"
-    try:
-        return runner(feeds), ""
-    except Exception as error:
-        return None, _first_line(error)
 
 
 # -- models and inputs ---------------------------------------------------------------------
@@ -265,16 +206,16 @@ def verify(
     engines: list[tuple[EngineResult, Runner | str, Runner | str]] = [
         (
             EngineResult("onnx.reference"),
-            _reference(first, strict_spec),
-            _reference(second, strict_spec),
+            reference(first, strict_spec),
+            reference(second, strict_spec),
         )
     ]
     if use_ort:
-        missing = _ort_missing()
+        missing = ort_missing()
         if missing:
             report.results.append(EngineResult("onnxruntime", why=missing))
         else:
-            engines.append((EngineResult("onnxruntime"), _onnxruntime(first), _onnxruntime(second)))
+            engines.append((EngineResult("onnxruntime"), runtime(first), runtime(second)))
     report.results[:0] = [result for result, _, _ in engines]
     given = list(inputs) if inputs is not None else None
     draws = len(given) if given is not None else max(4 * runs, 1)
@@ -294,9 +235,9 @@ def verify(
             feeds.update(given[draw])
         for result, run_before, run_after in active:
             start = time.perf_counter()
-            out_b, err_b = _outcome(run_before, feeds)
+            out_b, err_b = outcome(run_before, feeds)
             out_a, err_a = (
-                (None, "") if out_b is None and failures == "skip" else _outcome(run_after, feeds)
+                (None, "") if out_b is None and failures == "skip" else outcome(run_after, feeds)
             )
             result.seconds += time.perf_counter() - start
             where = f"input set {draw}" + ("" if given is not None else f" (seed {seed + draw})")
@@ -318,7 +259,7 @@ def verify(
                 )
                 return report
             for name, x, y in zip(names, out_b, out_a, strict=False):
-                diff = _compare(name, x, y)
+                diff = compare(name, x, y)
                 if diff:
                     report.mismatch = f"{where}: {result.name}: {diff}"
                     return report

@@ -5,15 +5,20 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
+from collections import Counter
+from pathlib import Path
 
 import onnx_ir as ir
 
-from seqpasses.api import optimize_ir
 from seqpasses.core.graph import all_nodes, graph_paths, is_default
+from seqpasses.core.ops import OPTIONAL_OPS, SEQUENCE_OPS
+from seqpasses.core.proto import all_proto_nodes
 from seqpasses.inference import shape_facts
-from seqpasses.io import load_model
+from seqpasses.options import Options
 from seqpasses.passes.record_left import LEFT_OPS
-from seqpasses.report import OPTIONAL_OPS, Report, Rewrite
+from seqpasses.pipeline import Loaded, load, optimize_loaded
+from seqpasses.report import Report, Rewrite
 
 __all__ = ["inspect_command", "shapes_command"]
 
@@ -24,10 +29,20 @@ def _format_shape(shape: tuple[int | str | None, ...] | None) -> str:
     return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
 
 
+def _unheld(loaded: Loaded, what: str) -> int:
+    """A model optimize hands back unchanged: what ``inspect`` and ``shapes`` say of it."""
+    counts = Counter(node.op_type for node in all_proto_nodes(loaded.proto) if not node.domain)
+    ops = sum(n for op, n in counts.items() if op in SEQUENCE_OPS)
+    print(f"{ops} sequence ops: all left ({what}: {loaded.unheld})")
+    return 0
+
+
 def shapes_command(args: argparse.Namespace) -> int:
     """``seqpasses shapes``: the inferred type and shape of outputs and sequence values."""
-    model = load_model(args.input)
-    facts = shape_facts(model)
+    loaded = load(args.input, Options(strict_input=args.strict_input))
+    if loaded.model is None:
+        return _unheld(loaded, "no shapes inferred, optimize writes it unchanged")
+    facts = shape_facts(loaded.model)
     outputs = set(facts.outputs)
     chosen = [
         f
@@ -53,10 +68,16 @@ def shapes_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def inspect_command(args: argparse.Namespace) -> int:
-    """``seqpasses inspect``: every sequence and optional op with its fate: the same analysis
-    and reasons as optimize's report, on a fresh copy of the file."""
-    model = load_model(args.input)  # a fresh copy of the file: optimized in place
+def inspect_command(path: Path, options: Options) -> int:
+    """``seqpasses inspect``: every sequence and optional op with its fate: optimize's own run
+    (the one path, the same options), on a fresh copy of the file that is not written."""
+    loaded = load(path, options)
+    for warning in loaded.warnings:
+        print(f"seqpasses: warning: {warning}", file=sys.stderr)
+    model = loaded.model
+    if model is None:
+        return _unheld(loaded, "optimize writes it unchanged")
+    loaded.warnings = []
     originals: list[tuple[ir.Node, str]] = []
     seen: set[str] = set()
     for index, node in enumerate(all_nodes(model)):
@@ -70,15 +91,7 @@ def inspect_command(args: argparse.Namespace) -> int:
         originals.append((node, node.name))
     where = graph_paths(model)
     report = Report()
-    optimize_ir(
-        model,
-        freeze_inputs=args.freeze_inputs,
-        strict_spec=args.strict_spec,
-        report=report,
-        max_unroll=args.max_unroll,
-        skip=args.skip,
-        only=args.only,
-    )
+    optimize_loaded(loaded, options, report)
     own: dict[str, Rewrite] = {}
     copies: dict[str, list[Rewrite]] = {}
     added = 0

@@ -13,8 +13,8 @@ from collections.abc import Iterator, Mapping, Sequence
 import onnx
 import onnx_ir as ir
 
-from seqpasses.admit import BadInputError
 from seqpasses.core.graph import nested_graphs
+from seqpasses.errors import BadInputError
 
 __all__ = ["fix_input_shapes", "parse_input_shape", "with_input_shapes"]
 

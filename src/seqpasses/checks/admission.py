@@ -1,0 +1,155 @@
+"""What seqpasses accepts: a model ONNX Runtime loads is a model we take.
+
+The ONNX checker is stricter than the runtimes: a graph output without a ``shape`` field, an
+IR version older than the opsets expect, partial ``value_info`` ... fail it, yet ONNX Runtime
+loads and runs such models, and exporters write them. So a model that fails the checker is
+still optimized when ONNX Runtime can load it, with one warning that lists what the checker
+said (``strict=True``, the CLI's ``--strict-input``, refuses it). A model that neither
+accepts is refused with one line. Model-local functions are checked one by one, whatever the
+IR version (the checker skips them below IR 8) and whether or not the graph calls them.
+
+Some models use types onnx_ir cannot hold (``map`` and ``seq(map)`` of scikit-learn's
+``ZipMap``, sparse tensors): :func:`to_ir` says why, and such a model is handed back
+unchanged. So is a model whose ONNX opset is newer than the installed ``onnx`` defines:
+seqpasses does not know what its ops mean (:func:`unknown_opset`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import onnx
+import onnx_ir as ir
+
+from seqpasses.core.pause import no_cycle_collection
+from seqpasses.core.proto import all_proto_graphs
+from seqpasses.errors import BadInputError, first_line
+
+__all__ = ["admit", "checker_complaints", "runtime_says", "to_ir", "unknown_opset"]
+
+_LISTED = 3
+"""Complaints a warning spells out; more are counted."""
+
+
+def checker_complaints(model: onnx.ModelProto, path: Path | None = None) -> list[str]:
+    """What ``onnx.checker`` says of the model (empty when it passes), one line each: the
+    model as a whole (a path is checked as a file, for models over 2 GB), then each
+    model-local function on its own."""
+    complaints: list[str] = []
+    try:
+        onnx.checker.check_model(os.fspath(path) if path is not None else model)
+    except Exception as error:
+        complaints.append(first_line(error))
+    if model.functions:
+        context = onnx.checker.DEFAULT_CONTEXT
+        context.ir_version = max(model.ir_version, 8)
+        context.opset_imports = {op.domain: op.version for op in model.opset_import}
+        for function in model.functions:
+            try:
+                onnx.checker.check_function(function, context)
+            except Exception as error:
+                line = f"function {function.domain}::{function.name}: {first_line(error)}"
+                if not any(first_line(error) in c for c in complaints):
+                    complaints.append(line)
+    return complaints
+
+
+def runtime_says(model: onnx.ModelProto | Path) -> str:
+    """'' when ONNX Runtime can load the model (a session on the CPU), else its first line."""
+    from seqpasses.verification.engines import ort_session
+
+    try:
+        ort_session(model)
+    except Exception as error:
+        return first_line(error)
+    return ""
+
+
+def _listed(complaints: list[str]) -> str:
+    shown = "; ".join(complaints[:_LISTED])
+    more = len(complaints) - _LISTED
+    return shown + (f" (and {more} more)" if more > 0 else "")
+
+
+def admit(
+    model: onnx.ModelProto, name: str, *, strict: bool = False, path: Path | None = None
+) -> list[str]:
+    """Whether seqpasses takes ``model`` (read from ``path`` when given): the warnings to show
+    when it does, else :class:`BadInputError` (see the module docstring)."""
+    complaints = checker_complaints(model, path)
+    if not complaints:
+        return []
+    said = _listed(complaints)
+    count = f" ({len(complaints)} complaints)" if len(complaints) > 1 else ""
+    if strict:
+        raise BadInputError(f"{name}: the model fails the ONNX checker{count}: {said}")
+    refusal = runtime_says(path if path is not None else model)
+    if refusal:
+        raise BadInputError(
+            f"{name}: the model fails the ONNX checker ({said}) and ONNX Runtime cannot "
+            f"load it either ({refusal})"
+        )
+    return [
+        f"{name}: the ONNX checker says{count}: {said}; ONNX Runtime loads the model, so "
+        "it is optimized anyway (--strict-input refuses it)"
+    ]
+
+
+def unknown_opset(model: onnx.ModelProto) -> str:
+    """Why seqpasses does not know the model's ONNX opset ('' when it does)."""
+    newest = onnx.defs.onnx_opset_version()
+    for op in model.opset_import:
+        if op.domain in ("", "ai.onnx") and op.version > newest:
+            return (
+                f"its ONNX opset {op.version} is newer than the newest this onnx "
+                f"{onnx.__version__} defines ({newest}): what its ops mean is not known"
+            )
+    return ""
+
+
+def to_ir(proto: onnx.ModelProto) -> ir.Model | str:
+    """The model in onnx_ir, or why onnx_ir cannot hold it (a type it has no class for)."""
+    with no_cycle_collection():
+        try:
+            return ir.serde.deserialize_model(proto)
+        except Exception as error:
+            return _why_not_held(proto, error)
+
+
+def _why_not_held(proto: onnx.ModelProto, error: Exception) -> str:
+    kinds = sorted(_unheld_types(proto))
+    if kinds:
+        return f"onnx_ir cannot hold its {' and '.join(kinds)} values"
+    cause: BaseException = error
+    while cause.__cause__ is not None:
+        cause = cause.__cause__
+    return f"onnx_ir cannot read it ({type(cause).__name__}: {first_line(cause)})"
+
+
+def _unheld_types(proto: onnx.ModelProto) -> set[str]:
+    """The kinds of types in the model that onnx_ir has no class for."""
+    found: set[str] = set()
+
+    def visit(t: onnx.TypeProto, outer: str = "") -> None:
+        kind = t.WhichOneof("value")
+        if kind == "map_type":
+            found.add(f"{outer}map")
+        elif kind == "sparse_tensor_type":
+            found.add(f"{outer}sparse tensor")
+        elif kind == "sequence_type":
+            visit(t.sequence_type.elem_type, outer or "sequence-of-")
+        elif kind == "optional_type":
+            visit(t.optional_type.elem_type, outer or "optional-")
+
+    sparse = (onnx.AttributeProto.SPARSE_TENSOR, onnx.AttributeProto.SPARSE_TENSORS)
+    for graph in all_proto_graphs(proto):
+        if isinstance(graph, onnx.GraphProto):
+            for info in (*graph.input, *graph.output, *graph.value_info):
+                visit(info.type)
+            if graph.sparse_initializer:
+                found.add("sparse tensor")
+        for node in graph.node:
+            if any(attr.type in sparse for attr in node.attribute):
+                found.add("sparse tensor")
+    return found

@@ -1,0 +1,213 @@
+"""One job of the command line: the one optimize path (:mod:`seqpasses.pipeline`), then
+``--check``, then the write; and where it may write.
+
+Both the single-model CLI and the folder mode (:mod:`seqpasses.cli.batch`) run
+:func:`run_job`. Before anything is written, :func:`plan_writes` checks every path the job
+will write: the output, its external data file and the JSON report. None may be the input,
+the input's external data, another path of the same job, or an existing file that is not
+ours (a model, the external data of another model); a folder must exist and be writable. A
+refusal is a :class:`~seqpasses.errors.BadInputError` (one line, exit 2), with nothing
+written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import onnx
+
+from seqpasses.errors import BadInputError
+from seqpasses.io import external_data_files, save_ir, save_proto, write_text
+from seqpasses.options import Options
+from seqpasses.passes.input_shapes import with_input_shapes
+from seqpasses.pipeline import load, optimize_loaded
+from seqpasses.report import Report
+from seqpasses.verification import VerifyReport, verify
+from seqpasses.verification.inputs import check_inputs
+
+__all__ = ["CHECK_BUDGET_S", "Job", "Outcome", "check_report_path", "plan_writes", "run_job"]
+
+CHECK_BUDGET_S = 10.0
+"""Seconds an evaluator may spend on --check's input sets: it compares one, and more only while
+they fit (the reference evaluator on a large conv net compares one, ONNX Runtime all)."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One model to optimize and the settings to do it with (picklable for worker processes)."""
+
+    input: Path
+    output: Path
+    options: Options = field(default_factory=lambda: Options(infer_shapes=True))
+    check: bool = False
+    check_runs: int = 3
+    check_inputs: Path | None = None
+    external_data: str | None = None
+    report: Path | None = None  # the JSON report this job's CLI run writes (checked here)
+
+
+@dataclass
+class Outcome:
+    report: Report
+    verdict: VerifyReport | None  # None when --check was not asked for
+
+    @property
+    def written(self) -> bool:
+        return self.verdict is None or self.verdict.status != "mismatch"
+
+
+def _same(a: Path, b: Path) -> bool:
+    return a.resolve() == b.resolve()
+
+
+def _writable_folder(path: Path, what: str) -> None:
+    folder = path.parent
+    if not folder.exists():
+        raise BadInputError(f"{folder}: {what} folder does not exist")
+    if not folder.is_dir():
+        raise BadInputError(f"{folder}: {what} folder is a file, not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise BadInputError(f"{folder}: {what} folder is not writable")
+    if path.is_dir():
+        raise BadInputError(f"{path}: is a folder, not a file")
+
+
+def _is_json(path: Path) -> bool:
+    try:
+        json.loads(path.read_text(encoding="utf-8"))
+    except Exception:
+        return False
+    return True
+
+
+def plan_writes(
+    source: Path, target: Path, external: str | None, report: Path | None, input_data: set[Path]
+) -> Path | None:
+    """Check every path a job will write (see the module docstring); the external data file's
+    path when there is one. ``input_data``: the input's own external data files."""
+    _writable_folder(target, "output")
+    if _same(source, target):
+        raise BadInputError(f"{target}: refusing to overwrite the input")
+    if any(_same(target, data) for data in input_data):
+        raise BadInputError(f"{target}: refusing to overwrite the input's external data")
+    data_path = None
+    if external is not None:
+        if not external or Path(external).name != external:
+            raise BadInputError(f"{external!r}: --external-data takes a file name, not a path")
+        data_path = target.parent / external
+        ours = _data_of(target) if target.exists() else set()
+        if _same(data_path, source) or _same(data_path, target):
+            raise BadInputError(f"{data_path}: the external data would overwrite a model")
+        if any(_same(data_path, data) for data in input_data):
+            raise BadInputError(f"{data_path}: would overwrite the input's own external data")
+        if report is not None and _same(data_path, report):
+            raise BadInputError(f"{data_path}: the external data and the report are one file")
+        if data_path.exists() and not any(_same(data_path, p) for p in ours):
+            raise BadInputError(
+                f"{data_path}: exists and is not the external data of {target.name}; "
+                "remove it or give --external-data another name"
+            )
+    if report is not None:
+        for other, what in ((source, "the input"), (target, "the output")):
+            if _same(report, other):
+                raise BadInputError(f"{report}: the report would overwrite {what}")
+        if any(_same(report, data) for data in input_data):
+            raise BadInputError(f"{report}: the report would overwrite the input's external data")
+        check_report_path(report)
+    return data_path
+
+
+def check_report_path(report: Path) -> None:
+    """The report's folder must be writable, and an existing file there a JSON one (ours)."""
+    _writable_folder(report, "report")
+    if report.exists() and not _is_json(report):
+        raise BadInputError(f"{report}: exists and is not a JSON report; refusing to overwrite it")
+
+
+def _data_of(model_path: Path) -> set[Path]:
+    """The external data files an existing model refers to (empty when it cannot be read)."""
+    try:
+        proto = onnx.load(os.fspath(model_path), load_external_data=False)
+    except Exception:
+        return set()
+    return external_data_files(proto, model_path.parent)
+
+
+def _with_data(proto: onnx.ModelProto, folder: Path) -> onnx.ModelProto:
+    """A copy of ``proto`` with its external data read from ``folder`` (already through the
+    data gate)."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(proto)
+    onnx.external_data_helper.load_external_data_for_model(copy, os.fspath(folder))
+    return copy
+
+
+def run_job(job: Job) -> Outcome:
+    """The one optimize path, optionally ``--check``, and (unless the check found a
+    difference) the write of one model. Raises :class:`BadInputError` with a one-line
+    message for anything wrong with the input or the paths."""
+    start = time.perf_counter()
+    report = Report()
+    loaded = load(job.input, job.options)
+    report.timings["load"] = time.perf_counter() - start
+    input_data = external_data_files(loaded.proto, job.input.parent)
+    external = job.external_data
+    if external is None and input_data:
+        external = ""
+    if external == "":
+        external = f"{job.output.name}.data"
+    plan_writes(job.input, job.output, external, job.report, input_data)
+    inputs = check_inputs(job.check_inputs, loaded.proto) if job.check_inputs is not None else None
+    result = optimize_loaded(loaded, job.options, report)
+    if result.model is None:
+        report.notes[-1] = f"written unchanged: {loaded.unheld}"
+        if job.check:
+            report.notes.append("not checked: the model is written unchanged")
+        start = time.perf_counter()
+        full = _with_data(loaded.proto, job.input.parent) if input_data else loaded.proto
+        save_proto(full, job.output, external)
+        report.timings["save"] = time.perf_counter() - start
+        return Outcome(report, None)
+    verdict = None
+    if job.check:
+        start = time.perf_counter()
+        before, after = loaded.proto, result.proto
+        shapes = job.options.shapes()
+        if shapes:  # the original, run on inputs of the fixed shapes
+            before = with_input_shapes(before, shapes)
+        if input_data:
+            before, after = (
+                _with_data(before, job.input.parent),
+                _with_data(after, job.input.parent),
+            )
+        verdict = verify(
+            before,
+            after,
+            runs=job.check_runs,
+            strict_spec=job.options.strict_spec,
+            inputs=inputs,
+            budget_s=CHECK_BUDGET_S,
+        )
+        report.timings["check"] = time.perf_counter() - start
+        if verdict.status == "mismatch":
+            return Outcome(report, verdict)
+    start = time.perf_counter()
+    if job.options.inline_functions:
+        proto = _with_data(result.proto, job.input.parent) if input_data else result.proto
+        save_proto(proto, job.output, external)
+    elif external is not None:
+        assert result.model is not None
+        save_ir(result.model, job.output, external)
+    else:
+        save_proto(result.proto, job.output, None)
+    report.timings["save"] = time.perf_counter() - start
+    return Outcome(report, verdict)
+
+
+def write_report(path: Path, data: dict[str, Any]) -> None:
+    write_text(path, json.dumps(data, indent=2) + "\n")

@@ -1,0 +1,34 @@
+"""The errors and warnings seqpasses raises, in one place (no heavy imports: the CLI reads
+them before it loads onnx).
+
+- :class:`BadInputError`: the input, an option or a path cannot be taken; the message is one
+  line for the user (the CLI exits with 2, nothing written).
+- :class:`SelfCheckError`: seqpasses made a model it must not hand over (a bug; exit 3).
+- :class:`InputWarning`: the input fails the ONNX checker but ONNX Runtime loads it.
+"""
+
+from __future__ import annotations
+
+__all__ = ["BadInputError", "InputWarning", "SelfCheckError", "SeqpassesError", "first_line"]
+
+
+class SeqpassesError(Exception):
+    """Every error seqpasses raises on purpose."""
+
+
+class BadInputError(SeqpassesError):
+    """The input cannot be optimized; the message is one line for the user."""
+
+
+class SelfCheckError(SeqpassesError, RuntimeError):
+    """seqpasses made a model it must not hand over (a bug in seqpasses: please report it)."""
+
+
+class InputWarning(UserWarning):
+    """The input fails the ONNX checker, but ONNX Runtime loads it (see seqpasses.checks)."""
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of an error's message (its type's name when it has none)."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__

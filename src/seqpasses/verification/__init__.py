@@ -1,0 +1,16 @@
+"""Differential verification: the model before and after, run on the same inputs by
+``onnx.reference`` (with spec-exact kernels) and ONNX Runtime, outputs compared."""
+
+from seqpasses.verification.compare import EngineResult, VerifyReport, compare, verify
+from seqpasses.verification.inputs import load_inputs, random_inputs
+from seqpasses.verification.kernels import REFERENCE_OVERRIDES
+
+__all__ = [
+    "REFERENCE_OVERRIDES",
+    "EngineResult",
+    "VerifyReport",
+    "compare",
+    "load_inputs",
+    "random_inputs",
+    "verify",
+]
