@@ -1,4 +1,4 @@
-"""Which models compile in OpenVINO before and after seqpasses (README's table).
+"""Which models compile in OpenVINO before and after seqpasses (docs/backends.md's table).
 
 Usage (from the repository root): pip install -e ".[backends]" && python scripts/openvino_table.py
 

@@ -1,9 +1,11 @@
 """Compare what seqpasses' shape inference knows with onnx.shape_inference (data_prop=True).
 
 Usage: python scripts/shape_table.py [MODEL_OR_DIR ...]
-(default: the models at the top of sample_models/ and those of ../shared/conformance/). Prints a Markdown table: per model, the
-values with a known rank, the dims known (a number or a named symbol; ONNX's generated
-``unk__N`` names count as unknown) and the sequence lengths known, for ONNX and for seqpasses.
+
+(default: the models at the top of sample_models/). Prints a Markdown table (docs/shapes.md):
+per model, the values of the main graph with a known rank, the dims known (a number or a named
+symbol; ONNX's generated ``unk__N`` names count as unknown) and the sequence lengths known, for
+ONNX and for seqpasses.
 """
 
 from __future__ import annotations
@@ -58,21 +60,20 @@ def _our_counts(model: onnx.ModelProto) -> tuple[int, int, int]:
 
 def _models(args: list[str]) -> list[Path]:
     if not args:
-        conformance = ROOT.parent / "shared" / "conformance"
-        return sorted((ROOT / "sample_models").glob("*.onnx")) + sorted(conformance.rglob("*.onnx"))
+        return sorted((ROOT / "sample_models").glob("*.onnx"))
     found: list[Path] = []
     for root in map(Path, args):
         found.extend([root] if root.is_file() else sorted(root.rglob("*.onnx")))
     return found
 
 
-def main() -> None:
+def main(argv: list[str]) -> int:
     print(
         "| model | ranked values onnx / seqpasses | dims known onnx / seqpasses | sequence lengths known |"
     )
     print("|---|---|---|---|")
     totals = [0, 0, 0, 0, 0]
-    for path in _models(sys.argv[1:]):
+    for path in _models(argv):
         model = onnx.load(path)
         o_ranked, o_dims = _onnx_counts(model)
         s_ranked, s_dims, lengths = _our_counts(model)
@@ -81,7 +82,8 @@ def main() -> None:
         for i, v in enumerate((o_ranked, s_ranked, o_dims, s_dims, lengths)):
             totals[i] += v
     print(f"| **total** | {totals[0]} / {totals[1]} | {totals[2]} / {totals[3]} | {totals[4]} |")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))

@@ -1,4 +1,4 @@
-"""Print README's tables of the PyTorch exports.
+"""Print the tables of the PyTorch exports (docs/exports.md, docs/pipelines.md).
 
     python scripts/torch_table.py             sequence ops before -> after, what was done
     python scripts/torch_table.py --pipeline  nodes / sequence ops: onnxscript's optimizer

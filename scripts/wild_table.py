@@ -1,4 +1,4 @@
-"""README's table of the models from the wild: what seqpasses does with each, and how fast.
+"""docs/exports.md's table of the models from the wild: what seqpasses does with each, how fast.
 
 Usage (from the repository root): python scripts/wild_table.py
 

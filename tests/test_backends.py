@@ -64,4 +64,4 @@ def test_models_openvino_rejected_for_their_sequence_ops_now_compile(tmp_path: P
         onnx.save(seqpasses.optimize(onnx.load(path), inline_functions=True), out)
         if not refusal(out):
             rescued.append(path.name)
-    assert len(rescued) >= 25, rescued  # 29 on the current samples (README's table)
+    assert len(rescued) >= 25, rescued  # 29 on the current samples (docs/backends.md's table)
