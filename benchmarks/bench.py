@@ -21,10 +21,9 @@ measures, best of ``--runs`` (three times as many at the small size):
 It prints, per shape, how time grows with the nodes (target: 10x the nodes, at most 12x the
 time), the ratio to the round trip at the largest size (target: at most 2x) and the pass time
 per node (target: at most 25 µs), and whether each target holds. The self-check runs onnx's
-full check (``check_model(full_check=True)``) on the result, slice by slice of the main graph
-where it holds many subgraphs or calls (``seqpasses.fullcheck``); its time is shown apart,
-beside onnx's own full check of the input, which is quadratic on graphs with thousands of
-subgraphs or function calls (onnx copies the enclosing scope into each).
+own full check (``check_model(full_check=True)``) on the result; its time is shown apart,
+beside the same check of the input, which is quadratic on graphs with thousands of subgraphs
+or function calls (onnx copies the enclosing scope into each).
 """
 
 from __future__ import annotations
