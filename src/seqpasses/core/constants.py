@@ -11,6 +11,7 @@ dims they select). Nothing is evaluated that a rewrite did not ask for.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -20,9 +21,10 @@ from onnx.reference import ReferenceEvaluator
 
 from seqpasses.core.graph import is_default
 
-__all__ = ["MAX_ELEMENTS", "ConstantEvaluator", "constant_array"]
+__all__ = ["MAX_ELEMENTS", "ConstantEvaluator", "constant_array", "output_elements"]
 
 MAX_ELEMENTS = 4096
+_INT64_MAX = 2**63 - 1
 _MAX_DEPTH = 64
 
 
@@ -133,7 +135,8 @@ class ConstantEvaluator:
             return _shape_of(node)
         if node.op_type == "Size":
             dims = _known_dims(node.inputs[0])
-            return None if dims is None else np.array(int(np.prod(dims)), dtype=np.int64)
+            size = None if dims is None else math.prod(dims)
+            return None if size is None or size > _INT64_MAX else np.array(size, dtype=np.int64)
         if node.op_type not in _FOLDABLE or len(node.outputs) != 1:
             return None
         if node.op_type in ("Gather", "Slice"):
@@ -141,14 +144,87 @@ class ConstantEvaluator:
             if picked is not None:
                 return picked
         feeds: dict[str, np.ndarray] = {}
+        arrays: list[np.ndarray | None] = []
         for v in node.inputs:
             if v is None:
+                arrays.append(None)
                 continue
             array = self._value(v, depth + 1)
             if array is None or not v.name:
                 return None
             feeds[v.name] = array
+            arrays.append(array)
+        bound = output_elements(node.op_type, arrays)
+        if bound is None or bound > MAX_ELEMENTS:
+            return None  # (computed from the inputs' shapes: nothing big is ever allocated)
         return _run(node, feeds, self.opset_of(node))
+
+
+_BROADCAST = frozenset(
+    {
+        "Add", "And", "Div", "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual",
+        "Max", "Min", "Mod", "Mul", "Or", "Sub", "Where",
+    }
+)  # fmt: skip
+_NO_LARGER = frozenset(
+    {
+        "Abs", "Cast", "Ceil", "Floor", "Identity", "Neg", "Not", "Sign", "Reshape", "Squeeze",
+        "Unsqueeze", "Slice", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSum",
+    }
+)  # fmt: skip
+
+
+def _broadcast(shapes: list[tuple[int, ...]]) -> int | None:
+    try:
+        return math.prod(np.broadcast_shapes(*shapes))
+    except ValueError:
+        return None  # (the op fails at run time: nothing to fold)
+
+
+def output_elements(op_type: str, inputs: list[np.ndarray | None]) -> int | None:
+    """How many elements ``op_type`` would make of these inputs, worked out from their shapes
+    and values without running it (None: it would fail, or the op is not one seqpasses folds).
+    A fold is only run when this is small: ``Tile([0], [6e8])`` is never allocated."""
+    given = [a for a in inputs if a is not None]
+    if not given:
+        return None
+    first = inputs[0]
+    try:
+        if op_type in _NO_LARGER:
+            return int(first.size) if first is not None else None
+        if op_type in _BROADCAST:
+            return _broadcast([tuple(a.shape) for a in given])
+        if op_type == "Concat":
+            return sum(int(a.size) for a in given)
+        if op_type == "ConstantOfShape" and first is not None:
+            dims = [int(d) for d in first.reshape(-1)]
+            return math.prod(dims) if all(d >= 0 for d in dims) else None
+        if op_type == "Expand" and first is not None and len(inputs) > 1:
+            target = inputs[1]
+            if target is None:
+                return None
+            return _broadcast([tuple(first.shape), tuple(int(d) for d in target.reshape(-1))])
+        if op_type == "Tile" and first is not None and len(inputs) > 1:
+            repeats = inputs[1]
+            if repeats is None or repeats.size != first.ndim:
+                return None
+            counts = [int(r) for r in repeats.reshape(-1)]
+            if any(r < 0 for r in counts):
+                return None
+            return math.prod(int(d) * r for d, r in zip(first.shape, counts, strict=True))
+        if op_type == "Range" and len(given) == 3:
+            start, limit, delta = (float(a.reshape(-1)[0]) for a in given)
+            if delta == 0 or not all(math.isfinite(x) for x in (start, limit, delta)):
+                return None
+            return max(math.ceil((limit - start) / delta), 0)
+        if op_type == "Gather" and first is not None and len(inputs) > 1:
+            indices = inputs[1]
+            if indices is None or first.ndim == 0:
+                return None
+            return int(first.size) * max(int(indices.size), 1)  # (an upper bound, any axis)
+    except (TypeError, ValueError, OverflowError, IndexError):
+        return None
+    return None
 
 
 def _known_dims(value: ir.Value | None) -> list[int] | None:

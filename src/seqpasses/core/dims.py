@@ -14,8 +14,10 @@ from collections import Counter
 import onnx_ir as ir
 
 __all__ = [
+    "INT64_MAX",
     "Dim",
     "add_dims",
+    "bounded",
     "contradicts",
     "dim_of",
     "fill_shape",
@@ -82,7 +84,9 @@ def _format(terms: Counter[str]) -> Dim:
         (k, name if abs(k) == 1 else f"{abs(k)}*{name}") for name, k in sorted(terms.items()) if k
     ]
     if not parts:
-        return constant
+        return bounded(constant)
+    if abs(constant) > INT64_MAX or any(abs(k) > INT64_MAX for k, _ in parts):
+        return ir.SymbolicDim(None)
     if constant:
         parts.append((constant, str(abs(constant))))
     text = ("-" if parts[0][0] < 0 else "") + parts[0][1]
@@ -90,10 +94,20 @@ def _format(terms: Counter[str]) -> Dim:
     return ir.SymbolicDim(text)
 
 
+INT64_MAX = 2**63 - 1
+"""The largest dim ONNX can write: a sum or product beyond it is a dim seqpasses does not know."""
+
+
+def bounded(dim: int) -> Dim:
+    """``dim``, or unknown when it does not fit a dim (an int64)."""
+    return dim if -INT64_MAX <= dim <= INT64_MAX else ir.SymbolicDim(None)
+
+
 def add_dims(dims: list[Dim]) -> Dim:
-    """The sum of ``dims``; unnamed (unknown) when any of them is unknown."""
+    """The sum of ``dims``; unnamed (unknown) when any of them is unknown, or when it
+    overflows an int64."""
     if all(isinstance(d, int) for d in dims):
-        return sum(dims)
+        return bounded(sum(dims))  # type: ignore[arg-type]
     total: Counter[str] = Counter()
     for dim in dims:
         terms = _terms_of(dim)

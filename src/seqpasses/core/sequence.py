@@ -171,6 +171,7 @@ REASON_KINDS: dict[str, str] = {
     "loop": "a Loop that is neither unrolled nor given a scan output",
     "copies": "unrolling or inlining would only multiply a sequence op that stays",
     "needs-sequence": "a canonical sequence that a consumer or a graph output needs",
+    "limit": "a rewrite past a limit seqpasses keeps on its work (--max-split, --node-budget)",
 }
 """Why a node can be left, by kind (rule files that show a node being left name its kind)."""
 

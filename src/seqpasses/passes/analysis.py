@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import onnx_ir as ir
 
+from seqpasses.core.graph import clear_inputs
 from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
 from seqpasses.options import FoldOptions
 from seqpasses.passes.walk import main_opset
@@ -33,6 +34,5 @@ def analyze(model: ir.Model, options: FoldOptions | None = None) -> Analysis:
     walker = Walker(DRY_TABLE, options or FoldOptions(), Report(), dry=True)
     walker.run_model(model, main_opset(model))
     for node in walker.edits.created:  # the descriptive nodes must not stay users of real values
-        for index in range(len(node.inputs)):
-            node.replace_input_with(index, None)
+        clear_inputs(node)
     return Analysis(walker.facts.values, walker.facts.ints)

@@ -19,7 +19,7 @@ import functools
 import onnx
 import onnx_ir as ir
 
-from seqpasses.core.graph import drop_subgraphs, is_default, onnx_opset, subgraphs
+from seqpasses.core.graph import clear_inputs, drop_subgraphs, is_default, onnx_opset, subgraphs
 
 __all__ = ["RemoveDeadNodesPass", "remove_dead_nodes"]
 
@@ -60,7 +60,9 @@ def remove_dead_nodes(
         for node in holders:
             if node not in live:
                 drop_subgraphs(node)
-        graph.remove(dead, safe=True)
+        for node in dead:  # (the dead set is closed: nothing live reads it)
+            clear_inputs(node)
+        graph.remove(dead)
         removed.extend(dead)
     outputs = frozenset(graph.outputs)
     for node in graph:

@@ -26,6 +26,7 @@ from seqpasses.core.sequence import StackedSequence, StaticSequence
 from seqpasses.transfer import stacked_map
 from seqpasses.transfer.rows import empty_rows
 from seqpasses.transfer.stacked import stacked_of
+from seqpasses.walk.budget import cost_of
 from seqpasses.walk.context import Context, Entry, Scope
 from seqpasses.walk.facts import Reason
 
@@ -253,6 +254,9 @@ def _if(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     branch = attr.as_graph()
     if len(branch.outputs) != len(node.outputs):
         return False
+    over = ctx.budget.spend(*cost_of(branch), f"inlining the {taken}")
+    if over is not None:
+        return ctx.facts.leave(node, over)
     _, outputs = inline_graph(ctx, scope, node, branch, {})
     why = _outputs_can_move(ctx, node, scope, outputs)
     if why is not None:
@@ -295,6 +299,10 @@ def _sequence_map(ctx: Context, node: ir.Node, scope: Scope) -> bool:
         reason = f"sequence inputs have different lengths {sorted(lengths)}: fails at run time"
         return leave(node, Reason("run-time-failure", reason))
     length = lengths.pop()
+    nodes, size = cost_of(body)
+    over = ctx.budget.spend(length * nodes, length * size, f"{length} copies of the body")
+    if over is not None:
+        return leave(node, over)
     mark = ctx.edits.checkpoint()
     results: list[list[ir.Value]] = [[] for _ in node.outputs]
     for i in range(length):

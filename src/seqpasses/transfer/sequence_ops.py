@@ -20,6 +20,7 @@ from collections.abc import Callable
 import numpy as np
 import onnx_ir as ir
 
+from seqpasses.core.dims import INT64_MAX
 from seqpasses.core.graph import is_default
 from seqpasses.core.sequence import PositionError, StackedSequence, StaticSequence
 from seqpasses.core.shapes import ShapeOracle
@@ -148,6 +149,16 @@ def _conflicting_dim(
     return None
 
 
+def _overflows(values: tuple[ir.Value, ...], shapes: ShapeOracle, axis: int) -> bool:
+    """Whether the known sizes of dim ``axis`` of ``values`` sum past an int64."""
+    total = 0
+    for value in values:
+        shape = shapes.shape(value)
+        dim = shape[axis] if shape is not None and axis < len(shape) else None
+        total += dim if isinstance(dim, int) else 0
+    return total > INT64_MAX
+
+
 def _concat_from_sequence(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     new_axis = concat_new_axis(ctx, node)
     if new_axis is None:
@@ -175,6 +186,9 @@ def _concat_from_sequence(ctx: Context, node: ir.Node, scope: Scope) -> bool:
         if conflict is not None:
             reason = f"elements differ in dim {conflict}: ConcatFromSequence fails at run time; left as is"
             return leave(node, Reason("run-time-failure", reason))
+        if new_axis == 0 and _overflows(seq.elements, scope.shapes, axis):
+            reason = f"the elements' dims {axis} sum past the largest dim ONNX can hold; left as is"
+            return leave(node, Reason("limit", reason))
     # With the rank unknown the axis passes through unchanged: Unsqueeze and Concat accept the
     # same axis range as ConcatFromSequence, so both models fail or succeed together.
     emit = ctx.edits.emitter(scope, node)
@@ -202,6 +216,9 @@ def _split_sizes(
             return None, False, unknown_dim
         if dim == 0:
             return None, False, empty
+        too_many = ctx.too_many_pieces(dim, f"chunks of one of a dim of {dim}")
+        if too_many is not None:
+            return None, False, too_many
         return [1] * dim, keepdims == 0, None
     array = ctx.const_array(split)
     if array is None:
@@ -211,6 +228,9 @@ def _split_sizes(
             Reason("run-time-value", f"split '{split.name}' is known only at run time"),
         )
     if array.ndim == 1:
+        too_many = ctx.too_many_pieces(array.size, f"{array.size} split sizes")
+        if too_many is not None:
+            return None, False, too_many
         sizes = [int(s) for s in array]
         if not sizes or any(s < 0 for s in sizes):
             return None, False, Reason("invalid", f"split sizes {sizes} are not valid")
@@ -230,24 +250,34 @@ def _split_sizes(
         return None, False, unknown_dim
     if dim == 0:
         return None, False, empty
+    count = -(-dim // chunk)
+    too_many = ctx.too_many_pieces(count, f"chunks of {chunk} of a dim of {dim}")
+    if too_many is not None:
+        return None, False, too_many
     sizes = [chunk] * (dim // chunk) + ([dim % chunk] if dim % chunk else [])
     squeeze = chunk == 1 and keepdims == 0 and not ctx.options.strict_spec
     return sizes, squeeze, None
 
 
-def _run_time_split_count(ctx: Context, node: ir.Node, scope: Scope) -> int | str:
+def _run_time_split_count(ctx: Context, node: ir.Node, scope: Scope, why: Reason) -> int | Reason:
     """How many chunks a SplitToSequence makes whose split sizes are a run-time 1-D tensor of
-    known length; else why not ('' when the split is not such a tensor)."""
+    known length; else why not (``why``, what the sizes' own check said, when the split is not
+    such a tensor)."""
     split = node.inputs[1] if len(node.inputs) > 1 else None
     if split is None or ctx.const_array(split) is not None:
-        return ""
+        return why
     shape = scope.shapes.shape(split)
     if shape is None or len(shape) != 1:
-        return ""
+        return why
     if not isinstance(shape[0], int) or shape[0] < 1:
-        return "the number of sizes is not known"
+        return Reason(why.kind, f"{why.text} (the number of sizes is not known)")
+    too_many = ctx.too_many_pieces(shape[0], f"{shape[0]} run-time split sizes")
+    if too_many is not None:
+        return too_many
     if scope.opset < 13:
-        return "Split takes its sizes as an attribute before opset 13"
+        return Reason(
+            why.kind, f"{why.text} (Split takes its sizes as an attribute before opset 13)"
+        )
     return shape[0]
 
 
@@ -308,11 +338,9 @@ def _split_to_sequence(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     sizes, squeeze, why = _split_sizes(ctx, node, dim if isinstance(dim, int) else None)
     if sizes is None:
         assert why is not None
-        count = _run_time_split_count(ctx, node, scope)
-        if isinstance(count, str):
-            return ctx.facts.leave(
-                node, Reason(why.kind, f"{why.text} ({count})") if count else why
-            )
+        count = _run_time_split_count(ctx, node, scope, why)
+        if isinstance(count, Reason):
+            return ctx.facts.leave(node, count)
         # split sizes known only at run time, but how many of them: one Split output each (it
         # fails on sizes that do not sum to the dim exactly as SplitToSequence does)
         split = node.inputs[1]

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from seqpasses.core.dims import same_shape, shape_text
+from seqpasses.core.dims import bounded, same_shape, shape_text
 from seqpasses.core.emit import Emitter
 from seqpasses.core.sequence import (
     PositionError,
@@ -193,9 +193,9 @@ def _unstacked_insert(
         where, _ = ctx.const_int(position)
         if where is None:
             return None
-    if st.length == 0 and st.checked:  # no rows would hold the check
-        return None
     assert isinstance(st.length, int)
+    if (st.length == 0 and st.checked) or st.length > ctx.options.max_split:
+        return None  # (no rows would hold the check; too many rows to split)
     try:
         normalize_insert_position(where, st.length) if where is not None else None
     except PositionError as error:
@@ -313,7 +313,9 @@ def _concat(ctx: Context, node: ir.Node, scope: Scope) -> bool:
         target = emit.int64s([0] * axis + [-1] + merged)
         joined = st.element[axis]
         size = (
-            st.length * joined if isinstance(st.length, int) and isinstance(joined, int) else None
+            bounded(st.length * joined)
+            if isinstance(st.length, int) and isinstance(joined, int)
+            else None
         )
         result = emit.op("Reshape", [result, target])
         result.type = stacked.type

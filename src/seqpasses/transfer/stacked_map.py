@@ -22,6 +22,7 @@ from seqpasses.core.sequence import Reason, StackedSequence
 from seqpasses.transfer import rows
 from seqpasses.transfer.common import stable
 from seqpasses.transfer.stacked import stacked_of
+from seqpasses.walk.budget import cost_of
 from seqpasses.walk.context import Context, Scope
 
 __all__ = ["RULES", "map_stacked"]
@@ -47,6 +48,10 @@ def map_stacked(
         ctx.edits.rollback(mark)
         text = "sequence inputs of lengths not provably equal (the map fails when they differ)"
         return Reason("unknown-shape", text)
+    over = ctx.budget.spend(*cost_of(body), "a Loop over the list")
+    if over is not None:
+        ctx.edits.rollback(mark)
+        return over
     copy = body.clone(allow_outer_scope_values=True)
     count = ir.Value(name=f"{node.name or 'map'}_i", type=ir.TensorType(ir.DataType.INT64))
     count.shape = ir.Shape([])

@@ -16,7 +16,8 @@ import numpy as np
 import onnx_ir as ir
 
 from seqpasses.core.constants import ConstantEvaluator
-from seqpasses.options import FoldOptions
+from seqpasses.options import NODE_BUDGET_FLOOR, FoldOptions
+from seqpasses.walk.budget import BYTE_BUDGET_FLOOR, Budget
 from seqpasses.walk.edits import Edits
 from seqpasses.walk.facts import Facts, Reason
 from seqpasses.walk.scope import Scope
@@ -50,6 +51,17 @@ class Context:
         # the one freeze-inputs policy: an initializer that is also a graph input is a value
         # the caller may override, so it is read only with --freeze-inputs
         self.evaluator = ConstantEvaluator(facts.opset_of, self._readable)
+        self.budget = Budget(options.node_budget or NODE_BUDGET_FLOOR, BYTE_BUDGET_FLOOR)
+
+    def too_many_pieces(self, count: int, what: str) -> Reason | None:
+        """Why a Split of ``count`` pieces is not written (None when it may be)."""
+        if count <= self.options.max_split:
+            return None
+        return Reason(
+            "limit",
+            f"{what} would need a Split of {count} pieces, more than --max-split "
+            f"{self.options.max_split}",
+        )
 
     def _readable(self, value: ir.Value) -> bool:
         return self.options.freeze_inputs or not value.is_graph_input()

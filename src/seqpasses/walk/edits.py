@@ -31,8 +31,11 @@ __all__ = ["Edits"]
 class Edits:
     """Graph changes and their records. ``dry``: record what would change, change nothing."""
 
-    def __init__(self, facts: Facts, report: Report, dry: bool = False) -> None:
+    def __init__(
+        self, facts: Facts, report: Report, dry: bool = False, max_split: int = 4096
+    ) -> None:
         self.facts = facts
+        self.max_split = max_split  # the most rows a list held as one tensor is split into
         self.report = report
         self.dry = dry
         self.rewrote = False
@@ -264,7 +267,11 @@ class Edits:
         a second run would make of that split), but for a graph ``output`` whose tensor holds
         a run-time check (an If returning it must stay one tensor, whose length reads the
         rows) and for no rows at all (nothing would hold the check)."""
-        if isinstance(st.length, int) and not (st.checked and (output or not st.length)):
+        if (
+            isinstance(st.length, int)
+            and st.length <= self.max_split
+            and not (st.checked and (output or not st.length))
+        ):
             return self.materialize(self.unstacked(st, scope, anchor), scope, anchor, like)
         emit = self.emitter(scope, anchor)
         value = emit.op("SplitToSequence", [st.tensor], axis=0, keepdims=0)

@@ -16,6 +16,7 @@ from seqpasses.core.graph import is_default, onnx_opset, subgraph_path, subgraph
 from seqpasses.core.shapes import ShapeOracle
 from seqpasses.options import FoldOptions
 from seqpasses.report import Report
+from seqpasses.walk.budget import Budget
 from seqpasses.walk.context import Context, Entry, Scope, Table
 from seqpasses.walk.edits import Edits
 from seqpasses.walk.facts import Facts, Reason
@@ -33,12 +34,13 @@ class Walker:
         self.table = table
         self.dry = dry
         self.facts = Facts()
-        self.edits = Edits(self.facts, report, dry)
+        self.edits = Edits(self.facts, report, dry, options.max_split)
         self.ctx = Context(options, self.facts, self.edits, self)
 
     def run_model(self, model: ir.Model, opset: int) -> None:
         """Walk the main graph, then each model-local function under its own opset."""
         self.facts.main_opset = opset
+        self.ctx.budget = Budget.for_model(model, self.ctx.options.node_budget)
         for value in model.graph.inputs:
             for axis, dim in enumerate(value.shape or ()):
                 if isinstance(dim, ir.SymbolicDim) and dim.value:

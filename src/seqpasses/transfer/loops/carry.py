@@ -35,6 +35,7 @@ from seqpasses.core.sequence import Reason, StackedSequence, StaticSequence
 from seqpasses.transfer.loops.induction import induction, stable
 from seqpasses.transfer.rows import empty_rows
 from seqpasses.transfer.stacked import stacked_of
+from seqpasses.walk.budget import cost_of
 from seqpasses.walk.context import Context, Scope
 
 __all__ = ["carry_stacked"]
@@ -174,6 +175,11 @@ def carry_stacked(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> 
     if not lists or not _uses_ok(node, lists):
         if lists:
             _why(ctx, node, "the final list is read by an op of another domain")
+        ctx.edits.rollback(mark)
+        return False
+    over = ctx.budget.spend(*cost_of(body), "carrying the list as one tensor")
+    if over is not None:
+        _why(ctx, node, str(over))
         ctx.edits.rollback(mark)
         return False
     copy = body.clone(allow_outer_scope_values=True)

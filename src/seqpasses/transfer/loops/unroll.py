@@ -16,7 +16,9 @@ from seqpasses.core.dims import same_shape
 from seqpasses.core.graph import drop_subgraphs, graph_nodes
 from seqpasses.transfer.control import inline_graph
 from seqpasses.transfer.loops.induction import declared_ones, stays_true
+from seqpasses.walk.budget import cost_of
 from seqpasses.walk.context import Context, Scope
+from seqpasses.walk.facts import Reason
 
 __all__ = ["blocker", "plan_unrolling", "unroll"]
 
@@ -50,6 +52,9 @@ def blocker(ctx: Context, node: ir.Node, body: ir.Graph, opset: int) -> str:
         return f"trip count {count}: no iteration to unroll"
     if count > ctx.options.max_unroll:
         return f"trip count {count} is above --max-unroll {ctx.options.max_unroll}"
+    over = _over_budget(ctx, body, count, dry=True)
+    if over is not None:
+        return str(over)
     cond = node.inputs[1] if len(node.inputs) > 1 else None
     if cond is not None and not ctx.is_true(cond):
         return "the loop condition is known only at run time"
@@ -76,6 +81,13 @@ def blocker(ctx: Context, node: ir.Node, body: ir.Graph, opset: int) -> str:
     return ""
 
 
+def _over_budget(ctx: Context, body: ir.Graph, count: int, dry: bool) -> Reason | None:
+    """Why ``count`` copies of ``body`` are more than the run's budget (None: they fit; taken
+    from it unless ``dry``)."""
+    nodes, size = cost_of(body)
+    return ctx.budget.spend(count * (nodes + 1), count * size, f"{count} copies", dry=dry)
+
+
 def plan_unrolling(ctx: Context, node: ir.Node, scope: Scope) -> None:
     """Before the body is walked: whether this loop will be unrolled (a read at its counter
     is then left for the copies to fold, instead of becoming a Gather)."""
@@ -94,6 +106,9 @@ def unroll(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> str:
     assert node.inputs[0] is not None
     count, _ = ctx.const_int(node.inputs[0])
     assert count is not None
+    over = _over_budget(ctx, body, count, dry=False)
+    if over is not None:
+        return str(over)
     edits = ctx.edits
     mark = edits.checkpoint()
     emit = edits.emitter(scope, node)
