@@ -123,6 +123,21 @@ def _protobuf(proto: onnx.ModelProto, target: Path) -> bytes:
     return data
 
 
+def _attribute_data_in_memory(model: ir.Model) -> None:
+    """External data held by node attributes (a Constant's value, in any graph or function)
+    read into memory: onnx_ir writes the initializers' data to the new file, and an attribute
+    would still point at the input's file, which is not beside the output."""
+    from seqpasses.core.graph import all_nodes
+
+    for node in all_nodes(model):
+        for name, attr in list(node.attributes.items()):
+            if attr.is_ref() or attr.type != ir.AttributeType.TENSOR:
+                continue
+            if isinstance(attr.value, ir.ExternalTensor):
+                tensor = ir.Tensor(attr.value.numpy(), name=attr.value.name)
+                node.attributes[name] = ir.AttrTensor(name, tensor)
+
+
 def save_ir(model: ir.Model, path: str | os.PathLike[str], external_data: str | None) -> None:
     """Write ``model`` atomically; with ``external_data`` (a file name beside the output)
     every initializer's data goes there instead of into the protobuf (which cannot exceed
@@ -130,6 +145,7 @@ def save_ir(model: ir.Model, path: str | os.PathLike[str], external_data: str | 
 
     def write(staged: Path) -> None:
         if external_data is not None:
+            _attribute_data_in_memory(model)
             ir.save(model, staged, format="protobuf", external_data=external_data)
         else:
             staged.write_bytes(_protobuf(ir.serde.serialize_model(model), Path(path)))
