@@ -152,6 +152,7 @@ class Scope:
     tag: str = ""  # "if" for a branch, "loop" for a body
     params: list[tuple[str, TT]] = field(default_factory=list)  # func: formal inputs
     loop_iter: str | None = None  # Loop body: the iteration-number input
+    loop_trips: int | None = None  # Loop body: the nominal trip count
     used: set[str] = field(default_factory=set)
 
 
@@ -580,13 +581,29 @@ class Gen:
             return g
 
         def p_loopvar() -> str:
-            # Mod(i, len(seq)): in range in every iteration when the list is never empty.
             ls = self.loop_scope()
-            if ls is None or seq is None or target is not None or fail or n_lo < 1:
+            if ls is None or target is not None or fail:
                 raise Skip
-            ln = self.op1("SequenceLength", [seq], TT(I64, ()))
             it = ls.loop_iter
             assert it is not None
+            t = ls.loop_trips
+            if (
+                t is not None
+                and 1 <= t <= top + 1
+                and (seq is None or n_lo < 1 or self.chance(0.5))
+            ):
+                # The iteration number itself: in range while the loop runs its nominal trips.
+                self.features.add("pos:loop-iter")
+                v = it
+                if t - 1 <= n_lo and self.chance(0.3):
+                    v = self.op1("Neg", [it], TT(I64, ()))
+                elif self.chance(0.3):
+                    v = self.op1("Identity", [it], TT(I64, ()))
+                return self.op1("Cast", [v], TT(I32, ()), to=I32) if dt == I32 else v
+            # Mod(i, len(seq)): in range in every iteration when the list is never empty.
+            if seq is None or n_lo < 1:
+                raise Skip
+            ln = self.op1("SequenceLength", [seq], TT(I64, ()))
             v = self.op1("Mod", [it, ln], TT(I64, ()))
             if self.chance(0.5):
                 v = self.op1("Neg", [v], TT(I64, ()))  # in [-(n-1), 0]: in range too
@@ -854,6 +871,11 @@ class Gen:
                 if ls is not None and name not in ls.vals and name not in self.cur.vals:
                     self.features.add("loop-reads-outer-list")
                 return self.seq_at(name, st, tt)
+        if self.chance(self.p_fail / 2):
+            # SequenceAt on an empty list fails at run time.
+            self.features.add("fail:at-empty")
+            lst = self.seq_exact(tt.dt, [], d - 1, hint=tt.shape)
+            return self.op1("SequenceAt", [lst, self.pos(0, "at", seq=lst)], tt)
         if self.chance(0.65):
             n = int(self.rng.integers(1, 5))
             k = int(self.rng.integers(0, n))
@@ -893,8 +915,15 @@ class Gen:
             sizes = [hi - lo for lo, hi in zip([0, *cuts], [*cuts, total], strict=True)]
             elems = [(*s[:a], size, *s[a + 1 :]) for size in sizes]
             attr_axis = a if self.chance(0.7) else a - r
-        if self.chance(self.p_fail) and len(elems) >= 2:
-            # Mismatched element shapes: ConcatFromSequence fails at run time.
+        zero = any(self.nom(v) == 0 for e in elems for v in e)
+        hint = elems[0] if elems else None
+        if self.chance(self.p_fail / 2):
+            # An empty list: ConcatFromSequence fails at run time.
+            elems = []
+            self.features.add("fail:concat-empty")
+        elif self.chance(self.p_fail) and len(elems) >= 2 and not zero:
+            # Mismatched element shapes: ConcatFromSequence fails at run time (ORT skips
+            # empty inputs, hence no zero-size elements).
             bad = list(elems[-1])
             other = [i for i in range(len(bad)) if i != (a if not new_axis else -1)]
             if other:
@@ -902,7 +931,7 @@ class Gen:
                 bad[i] = self.nom(bad[i]) + 1
                 elems[-1] = tuple(bad)
                 self.features.add("fail:concat")
-        lst = self.seq_exact(tt.dt, elems, d - 1)
+        lst = self.seq_exact(tt.dt, elems, d - 1, hint=hint)
         attrs: dict[str, int] = {"axis": attr_axis}
         if new_axis:
             attrs["new_axis"] = 1
@@ -1081,6 +1110,13 @@ class Gen:
         elems = list(st.elems)
         n = len(elems)
         k = int(self.rng.integers(0, n + 1))
+        if n == 0 and self.chance(self.p_fail):
+            # SequenceErase on an empty list fails at run time.
+            self.features.add("fail:erase-empty")
+            s = self.seq_exact(st.dt, [], d - 1, hint=hint)
+            return self.op1(
+                "SequenceErase", [s] if self.chance(0.5) else [s, self.pos(0, "erase", seq=s)], st
+            )
         if hint is not None:
             extra = hint
         elif elems and self.chance(0.7):
@@ -1114,7 +1150,14 @@ class Gen:
             )
         if self.func_scope() is None and (hidden or self.chance(0.15)):
             self.features.add("split:input")
-            return self.add_input(TT(dt, arr.shape), [arr] * NSETS)
+            vals = [arr] * NSETS
+            if arr.ndim == 1 and not hidden and self.chance(0.5):
+                # Sizes that do not sum in input set 2: the split fails there.
+                bad = arr.copy()
+                bad[-1] += 1
+                vals = [arr, arr, bad]
+                self.features.add("split:input-bad-in-set2")
+            return self.add_input(TT(dt, arr.shape), vals)
         return self.const_tensor(arr, TT(dt, arr.shape))
 
     def s_split(self, st: ST, d: int, hint: Shape | None) -> str:
@@ -1290,12 +1333,17 @@ class Gen:
         return self.seq_map(st, d)
 
     # ------------------------------------------------------------------ lists of run-time length
-    def seq_any(self, d: int) -> tuple[str, ST]:
+    def seq_any(self, d: int, dt: int | None = None) -> tuple[str, ST]:
+        """Some list (of element type ``dt`` when given)."""
+        cands = [(n, i) for n, i in self.visible() if isinstance(i, ST) and dt in (None, i.dt)]
+        if cands and self.chance(self.p_reuse):
+            self.features.add("reuse-list")
+            return self.pick(cands)  # type: ignore[no-any-return]
+        dt = self.rand_dt() if dt is None else dt
         if self.chance(0.6):
-            dt = self.rand_dt()
             elems = self.rand_elems()
             return self.seq_exact(dt, elems, d), ST.exact(dt, elems)
-        return self.seq_dyn(self.rand_dt(), self.rand_shape(), d)
+        return self.seq_dyn(dt, self.rand_shape(), d)
 
     def seq_dyn(self, dt: int, uni: Shape, d: int, min_lo: int = 0) -> tuple[str, ST]:
         """A list whose elements all have shape ``uni``, of a length that may vary."""
@@ -1594,8 +1642,26 @@ class Gen:
         return names[0]
 
     # ------------------------------------------------------------------ If
+    def if_extra(self, d: int) -> Callable[[], tuple[str, Info]]:
+        """One more If output: a tensor, a list, or (opset 13+) lists that differ by branch."""
+        kind = str(self.pick(["tensor", "list", "any-list"] if self.opset >= 13 else ["tensor"]))
+        if kind == "tensor":
+            tt = TT(self.rand_dt(), self.rand_shape())
+            return lambda: (self.tensor(tt, d - 1), tt)
+        dt = self.rand_dt()
+        if kind == "list":
+            elems = self.rand_elems()
+            return lambda: (self.seq_exact(dt, elems, d - 1), ST.exact(dt, elems))
+        self.features.add("if:any-lists")
+        return lambda: self.seq_any(d - 1, dt)
+
     def make_if(self, d: int, reqs: list[Callable[[], tuple[str, Info]]]) -> list[str]:
-        """An If whose outputs are made by ``reqs`` in each branch."""
+        """An If whose outputs are made by ``reqs`` in each branch (and maybe more)."""
+        reqs = list(reqs)
+        if self.deep(d) and self.chance(0.3):
+            reqs.append(self.if_extra(d))
+            if self.chance(0.3):
+                reqs.append(self.if_extra(d))
         c = self.cond(d - 1)
         if self.loop_scope() is not None:
             self.features.add("if-in-loop")
@@ -1610,7 +1676,10 @@ class Gen:
                 outs: list[tuple[str, Info]] = []
                 for req in reqs:
                     name, info = req()
-                    outs.append((self.local(name, info), info))
+                    name = self.local(name, info)
+                    if any(name == o for o, _ in outs):
+                        name = self.copy(name, info)
+                    outs.append((name, info))
             branch_infos.append([i for _, i in outs])
             decl = [(n, self.decl_type(i)) for n, i in outs]
             graphs.append(self.make_graph(sc, f"{br}{self.counter}", [], decl))
@@ -1640,15 +1709,28 @@ class Gen:
 
     def trip_count(
         self, trip: Dim | None, steady_needed: bool, d: int
-    ) -> tuple[str, str, Dim, int, int | None]:
+    ) -> tuple[str, str, Dim, int, int | str | None]:
         """Trip-count and initial-condition inputs for a Loop.
 
-        Returns (M, cond, the trip count as a dim, its nominal value, T for a while-loop whose
-        body stops after T iterations, else None).
+        Returns (M, cond, the trip count as a dim, its nominal value, the bound of a
+        while-loop whose body stops after that many iterations (a constant or the name of an
+        int64 input), else None).
         """
         in_func = self.func_scope() is not None
         if trip is None:
             t = int(self.rng.choice([0, 1, 1, 2, 2, 3]))
+            if not steady_needed and not in_func and self.chance(0.15):
+                # A while-loop: ("", cond) with a body condition against a run-time bound.
+                t = max(t, 1)
+                vals = [t, t, int(self.rng.integers(1, 5))]
+                bound = self.add_input(TT(I64, ()), [np.array(v, np.int64) for v in vals])
+                if self.chance(0.3):
+                    flip = [np.array(True), np.array(True), np.array(self.chance(0.5))]
+                    c0 = self.add_input(TT(B, ()), flip)
+                else:
+                    c0 = self.cond_true()
+                self.features.add("trip:while-runtime")
+                return "", c0, self.new_derived(t), t, bound
             if not steady_needed and not in_func and self.chance(0.35):
                 vals = [t, t, int(self.rng.integers(0, 5))]
                 m = self.add_input(TT(I64, ()), [np.array(v, np.int64) for v in vals])
@@ -1704,7 +1786,10 @@ class Gen:
         sh = self.op1("Shape", [x], TT(I64, (len(shape),)))
         return self.op1("Gather", [sh, self.scalar_const(a)], TT(I64, ()), axis=0)
 
-    def loop_cond(self, it: str, cin: str, while_t: int | None) -> str:
+    def loop_cond(self, it: str, cin: str, while_t: int | str | None) -> str:
+        if isinstance(while_t, str):
+            one = self.op1("Add", [it, self.scalar_const(1)], TT(I64, ()))
+            return self.op1("Less", [one, while_t], TT(B, ()))
         if while_t is not None:
             return self.op1("Less", [it, self.scalar_const(while_t - 1)], TT(B, ()))
         r = self.rng.random()
@@ -1776,6 +1861,8 @@ class Gen:
         if extras:
             if self.chance(0.25):
                 carried.append(TT(self.rand_dt(), self.rand_shape()))
+            if self.opset >= 13 and self.chance(0.2):
+                lists.append(ListSpec(self.rand_dt(), self.rand_shape()))
             if self.chance(0.25):
                 scans.append(TT(self.rand_dt(), self.rand_shape()))
         if self.opset < 13:
@@ -1810,6 +1897,7 @@ class Gen:
             it = self.fresh("i")
             cin = self.fresh("cond")
             sc.loop_iter = it
+            sc.loop_trips = t
             sc.vals[it] = TT(I64, ())
             sc.vals[cin] = TT(B, ())
             body_in = [
@@ -1847,6 +1935,12 @@ class Gen:
                 out_sts.append(ost)
             outs_s = [self.local(self.tensor(tt, d - 1), tt) for tt in scans]
             cond_out = self.loop_cond(it, cin, while_t)
+            seen = {cond_out}
+            for group, infos in ((outs_c, carried), (outs_l, out_sts), (outs_s, scans)):
+                for i, (n, info) in enumerate(zip(group, infos, strict=True)):
+                    if n in seen:
+                        group[i] = self.copy(n, info)
+                    seen.add(group[i])
         body_out = [(cond_out, helper.make_tensor_type_proto(B, []))]
         body_out += [(n, self.decl_type(tt)) for n, tt in zip(outs_c, carried, strict=True)]
         body_out += [(n, self.decl_type(st)) for n, st in zip(outs_l, out_sts, strict=True)]
@@ -2417,8 +2511,16 @@ def _patched_reference_ops() -> list[type]:
     class SequenceMap(OpRun):
         op_domain = ""
 
+        def need_context(self) -> bool:
+            return True  # the body may read outer-scope values
+
         def _run(
-            self, input_sequence: Any, *extra: Any, body: Any = None, attributes: Any = None
+            self,
+            input_sequence: Any,
+            *extra: Any,
+            context: Any = None,
+            body: Any = None,
+            attributes: Any = None,
         ) -> tuple[Any, ...]:
             body = self.body  # type: ignore[attr-defined]
             seqs = [input_sequence, *extra]
@@ -2426,11 +2528,10 @@ def _patched_reference_ops() -> list[type]:
             nout = len(body.output_names)
             res: list[list[Any]] = [[] for _ in range(nout)]
             for i in range(n):
-                feeds = {
-                    name: (v[i] if isinstance(v, list) else v)
-                    for name, v in zip(body.input_names, seqs, strict=True)
-                }
-                for acc, r in zip(res, body.run(None, feeds), strict=True):
+                feeds = dict(context or {})
+                for name, v in zip(body.input_names, seqs, strict=True):
+                    feeds[name] = v[i] if isinstance(v, list) else v
+                for acc, r in zip(res, body.run(None, feeds, attributes=attributes), strict=True):
                     acc.append(r)
             return tuple(res)
 
