@@ -267,6 +267,18 @@ class Gen:
     def op1(self, op: str, ins: list[str], info: Info, **attrs: Any) -> str:
         return self.reg(self.emit(op, ins, **attrs)[0], info)
 
+    def failing(self, kind: str) -> None:
+        """Record a node meant to fail at run time, and where it is."""
+        self.features.add(f"fail:{kind}")
+        if self.func_scope() is not None:
+            self.features.add("fail-in:function")
+        elif self.loop_scope() is not None:
+            self.features.add("fail-in:loop-body")
+        elif self.cur.kind == "sub":
+            self.features.add(f"fail-in:{self.cur.tag or 'subgraph'}")
+        else:
+            self.features.add("fail-in:main")
+
     def func_scope(self) -> Scope | None:
         s: Scope | None = self.cur
         while s is not None:
@@ -498,7 +510,7 @@ class Gen:
             cands = valid
         fail = self.chance(self.p_fail) or not cands
         if fail:
-            self.features.add("fail:position")
+            self.failing("position")
             bad = [top + 1, top + 2, -n_lo - 1, -n_hi - 2, n_hi + 1]
             value = int(self.pick(bad))
         else:
@@ -520,6 +532,8 @@ class Gen:
             else:
                 vals = [value, int(self.pick(alt)), int(self.rng.integers(-n_hi - 2, n_hi + 2))]
                 self.features.add("pos:input")
+                if self.cur.tag == "if" and kind in ("insert", "erase"):
+                    self.features.add(f"pos:input-{kind}-in-branch")
             return self.add_input(TT(dt, ()), [np.array(v, dtype=npdt) for v in vals])
 
         def p_sum() -> str:
@@ -873,7 +887,7 @@ class Gen:
                 return self.seq_at(name, st, tt)
         if self.chance(self.p_fail / 2):
             # SequenceAt on an empty list fails at run time.
-            self.features.add("fail:at-empty")
+            self.failing("at-empty")
             lst = self.seq_exact(tt.dt, [], d - 1, hint=tt.shape)
             return self.op1("SequenceAt", [lst, self.pos(0, "at", seq=lst)], tt)
         if self.chance(0.65):
@@ -915,12 +929,14 @@ class Gen:
             sizes = [hi - lo for lo, hi in zip([0, *cuts], [*cuts, total], strict=True)]
             elems = [(*s[:a], size, *s[a + 1 :]) for size in sizes]
             attr_axis = a if self.chance(0.7) else a - r
-        zero = any(self.nom(v) == 0 for e in elems for v in e)
+        # ORT skips empty inputs of a concatenation: mismatches only between non-empty
+        # elements of static shapes fail there.
+        zero = any(not isinstance(v, int) or v == 0 for e in elems for v in e)
         hint = elems[0] if elems else None
         if self.chance(self.p_fail / 2):
             # An empty list: ConcatFromSequence fails at run time.
             elems = []
-            self.features.add("fail:concat-empty")
+            self.failing("concat-empty")
         elif self.chance(self.p_fail) and len(elems) >= 2 and not zero:
             # Mismatched element shapes: ConcatFromSequence fails at run time (ORT skips
             # empty inputs, hence no zero-size elements).
@@ -930,7 +946,7 @@ class Gen:
                 i = int(self.pick(other))
                 bad[i] = self.nom(bad[i]) + 1
                 elems[-1] = tuple(bad)
-                self.features.add("fail:concat")
+                self.failing("concat")
         lst = self.seq_exact(tt.dt, elems, d - 1, hint=hint)
         attrs: dict[str, int] = {"axis": attr_axis}
         if new_axis:
@@ -1067,7 +1083,7 @@ class Gen:
                 (2.0 if dt in SPLIT_DTS else 0, lambda: self.s_split(st, d, hint)),
                 (0.8 if self.opset >= 13 else 0, lambda: self.s_if(st, d, hint)),
                 (1.2 if self.opset >= 13 else 0, lambda: self.s_loop(st, d, hint)),
-                (1.0 if self.opset >= 17 else 0, lambda: self.s_map(st, d)),
+                (1.0 if self.opset >= 17 else 0, lambda: self.s_map(st, d, hint)),
                 (0.3 if self.opset >= 14 else 0, lambda: self.s_identity(st, d, hint)),
                 (0.3 if self.opset >= 15 else 0, lambda: self.s_optional(st, d, hint)),
                 (0.4 if hint is None else 0, lambda: self.call_func(st, d)),
@@ -1112,7 +1128,7 @@ class Gen:
         k = int(self.rng.integers(0, n + 1))
         if n == 0 and self.chance(self.p_fail):
             # SequenceErase on an empty list fails at run time.
-            self.features.add("fail:erase-empty")
+            self.failing("erase-empty")
             s = self.seq_exact(st.dt, [], d - 1, hint=hint)
             return self.op1(
                 "SequenceErase", [s] if self.chance(0.5) else [s, self.pos(0, "erase", seq=s)], st
@@ -1247,7 +1263,7 @@ class Gen:
                 if self.chance(self.p_fail):
                     total += 1
                     hidden = True
-                    self.features.add("fail:split-sum")
+                    self.failing("split-sum")
                 split = self.split_arg(sizes, hidden)
                 self.features.add("split:sizes")
                 if self.chance(0.25):
@@ -1328,9 +1344,9 @@ class Gen:
             return True
         return len(m) == len(u) and all(v is None or v == w for v, w in zip(m, u, strict=True))
 
-    def s_map(self, st: ST, d: int) -> str:
+    def s_map(self, st: ST, d: int, hint: Shape | None) -> str:
         assert st.elems is not None
-        return self.seq_map(st, d)
+        return self.seq_map(st, d, hint=hint)
 
     # ------------------------------------------------------------------ lists of run-time length
     def seq_any(self, d: int, dt: int | None = None) -> tuple[str, ST]:
@@ -1528,6 +1544,7 @@ class Gen:
         d: int,
         given: tuple[str, ST] | None = None,
         same_dt: bool = False,
+        hint: Shape | None = None,
     ) -> str:
         """A SequenceMap whose output has the shapes of ``st`` (or maps the ``given`` list)."""
         dt = st.dt
@@ -1559,7 +1576,7 @@ class Gen:
             src = self.seq_exact(in_dt, in_elems, d - 1)
         elif elems is not None:
             sst = ST.exact(in_dt, list(elems))
-            src = self.seq_exact(in_dt, list(elems), d - 1)
+            src = self.seq_exact(in_dt, list(elems), d - 1, hint=hint)
         else:
             assert st.uni is not None
             src, sst = self.seq_dyn(in_dt, st.uni, d - 1)
