@@ -43,13 +43,13 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-F = TensorProto.FLOAT
-F64 = TensorProto.DOUBLE
-F16 = TensorProto.FLOAT16
-I64 = TensorProto.INT64
-I32 = TensorProto.INT32
-B = TensorProto.BOOL
-U8 = TensorProto.UINT8
+F = int(TensorProto.FLOAT)
+F64 = int(TensorProto.DOUBLE)
+F16 = int(TensorProto.FLOAT16)
+I64 = int(TensorProto.INT64)
+I32 = int(TensorProto.INT32)
+B = int(TensorProto.BOOL)
+U8 = int(TensorProto.UINT8)
 NUMERIC = (F, F64, I32, I64)
 FLOATS = (F, F64, F16)
 DT_NAME = {
@@ -334,6 +334,7 @@ class Gen:
     # ------------------------------------------------------------------ data
     def rand_array(self, dt: int, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
         npdt = helper.tensor_dtype_to_np_dtype(dt)
+        a: np.ndarray
         if dt in FLOATS:
             a = rng.integers(-8, 9, size=shape) / 4
         elif dt == B:
@@ -1521,7 +1522,7 @@ class Gen:
                 names = self.make_if(
                     d,
                     [
-                        lambda base=base, bst=bst, sub_net=sub_net: self.mutate(
+                        lambda base=base, bst=bst, sub_net=sub_net: self.mutate(  # type: ignore[misc]
                             base, bst, d - 1, net=sub_net, nonneg=nonneg, floor=floor
                         )
                     ],
@@ -1953,7 +1954,12 @@ class Gen:
             outs_s = [self.local(self.tensor(tt, d - 1), tt) for tt in scans]
             cond_out = self.loop_cond(it, cin, while_t)
             seen = {cond_out}
-            for group, infos in ((outs_c, carried), (outs_l, out_sts), (outs_s, scans)):
+            groups: list[tuple[list[str], list[Any]]] = [
+                (outs_c, carried),
+                (outs_l, out_sts),
+                (outs_s, scans),
+            ]
+            for group, infos in groups:
                 for i, (n, info) in enumerate(zip(group, infos, strict=True)):
                     if n in seen:
                         group[i] = self.copy(n, info)
@@ -2394,6 +2400,7 @@ def judge(prog: Program) -> Verdict:
     blob = model.SerializeToString()
     try:
         out = seqpasses.optimize(model, strict_spec=prog.strict)
+        assert isinstance(out, onnx.ModelProto)
     except seqpasses.BadInputError as e:
         v.kind, v.detail = "bad-input", f"BadInputError: {e}"
         return v
@@ -2564,7 +2571,7 @@ def _patched_reference_ops() -> list[type]:
                     raise ValueError("split values must be positive")
                 if sp.ndim == 1 and int(sp.sum()) != mat.shape[axis]:
                     raise ValueError("the split sizes do not sum to the dim")
-            return super()._run(mat, split, axis=axis, keepdims=keepdims)  # type: ignore[no-any-return]
+            return super()._run(mat, split, axis=axis, keepdims=keepdims)
 
     class Optional(OpRun):
         op_domain = ""
@@ -2585,7 +2592,7 @@ def _patched_reference_ops() -> list[type]:
             attributes: Any = None,
             bindings: Any = None,
         ) -> tuple[Any, ...]:
-            body = self.body
+            body = self.body  # type: ignore[attr-defined]
             names_in = body.input_names
             state = dict.fromkeys(names_in)
             n_carried = len(names_in) - 2
@@ -2601,7 +2608,7 @@ def _patched_reference_ops() -> list[type]:
             while cond_v and (M is None or it < int(M)):
                 state[names_in[0]] = np.array(it, dtype=np.int64)
                 state[names_in[1]] = np.array(cond_v)
-                outs = self._run_body(state, attributes=attributes, bindings=bindings)
+                outs = self._run_body(state, attributes=attributes, bindings=bindings)  # type: ignore[attr-defined]
                 cond_v = bool(np.asarray(outs[0]).reshape(()))
                 carried = list(outs[1 : 1 + n_carried])
                 for name, val in zip(names_in[2:], carried, strict=True):
