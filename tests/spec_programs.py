@@ -1152,7 +1152,7 @@ class Gen:
         p = self.pos(n + 1, "erase", target=None if uniform else k, steady=not uniform, seq=s)
         return self.op1("SequenceErase", [s, p], st)
 
-    def split_arg(self, values: list[int] | int, hidden: bool = False) -> str:
+    def split_arg(self, values: list[int] | int, hidden: bool = False, const: bool = False) -> str:
         """The split input; ``hidden``: out of sight of shape inference (a graph input)."""
         dt = I64 if self.chance(0.8) else I32
         npdt = helper.tensor_dtype_to_np_dtype(dt)
@@ -1165,7 +1165,7 @@ class Gen:
                 [c, self.const_tensor(np.ones_like(arr), TT(dt, arr.shape), "node")],
                 TT(dt, arr.shape),
             )
-        if self.func_scope() is None and (hidden or self.chance(0.15)):
+        if self.func_scope() is None and (hidden or (not const and self.chance(0.15))):
             self.features.add("split:input")
             vals = [arr] * NSETS
             if arr.ndim == 1 and not hidden and self.chance(0.5):
@@ -2191,7 +2191,10 @@ class Gen:
         c = 1 if n > 1 or self.chance(0.5) else int(self.rng.integers(2, 4))
         st = ST(dt, None, None, n, n)
         axis = a if self.chance(0.6) else a - len(u) - 1
-        s = self.op1("SplitToSequence", [x, self.split_arg(c)], st, axis=axis, keepdims=0)
+        # A constant split: with a run-time one the node cannot be rewritten, and ORT's reading
+        # would stay even under strict_spec.
+        split = self.split_arg(c, const=True)
+        s = self.op1("SplitToSequence", [x, split], st, axis=axis, keepdims=0)
         self.quirk = True
         self.features.add("split:quirk")
         if self.chance(0.3):
@@ -2313,8 +2316,15 @@ def run_ort(sess: Any, feeds: dict[str, np.ndarray], names: list[str]) -> Outcom
 def run_ref(model: onnx.ModelProto, feeds: dict[str, np.ndarray], names: list[str]) -> Outcome:
     from onnx.reference import ReferenceEvaluator
 
+    class Evaluator(ReferenceEvaluator):  # type: ignore[misc]
+        """Uses the patched kernels in model-local functions too (built with its own class)."""
+
+        def __init__(self, proto: Any, *args: Any, **kw: Any) -> None:
+            kw["new_ops"] = kw.get("new_ops") or _patched_reference_ops()
+            super().__init__(proto, *args, **kw)
+
     try:
-        ref = ReferenceEvaluator(model, new_ops=_patched_reference_ops())
+        ref = Evaluator(model)
         wanted = set(ref.input_names)
         outs = ref.run(names, {k: v for k, v in feeds.items() if k in wanted})
     except Exception as e:
@@ -2492,7 +2502,8 @@ def _patched_reference_ops() -> list[type]:
     SequenceInsert at position == len inserted at the front, and divided by zero on an empty
     list; SequenceAt/SequenceErase did not check positions; SplitToSequence accepted split sizes
     that do not sum to the dim; SequenceMap failed on an empty list; Loop joined scan outputs of rank >= 2 with
-    vstack (concatenating) and failed with no iteration; Optional wrapped its value in a list.
+    vstack (concatenating) and failed with no iteration; Optional wrapped its value in a list
+    (so OptionalHasElement said true for an empty optional).
     """
     global _PATCHED
     if _PATCHED is not None:
@@ -2573,10 +2584,30 @@ def _patched_reference_ops() -> list[type]:
                     raise ValueError("the split sizes do not sum to the dim")
             return super()._run(mat, split, axis=axis, keepdims=keepdims)
 
+    class _Opt(list):  # type: ignore[type-arg]
+        """An optional value: empty, or holding one value (a list passes the evaluator's checks)."""
+
     class Optional(OpRun):
         op_domain = ""
 
         def _run(self, x: Any = None, type: Any = None) -> tuple[Any]:
+            return (_Opt([] if x is None else [x]),)
+
+    class OptionalHasElement(OpRun):
+        op_domain = ""
+
+        def _run(self, x: Any = None) -> tuple[Any]:
+            has = len(x) > 0 if isinstance(x, _Opt) else x is not None
+            return (np.array(has),)
+
+    class OptionalGetElement(OpRun):
+        op_domain = ""
+
+        def _run(self, x: Any) -> tuple[Any]:
+            if isinstance(x, _Opt):
+                if not x:
+                    raise ValueError("OptionalGetElement on an empty optional")
+                return (x[0],)
             return (x,)
 
     class Loop(_Loop):
@@ -2635,6 +2666,8 @@ def _patched_reference_ops() -> list[type]:
         SequenceMap,
         SplitToSequence,
         Optional,
+        OptionalHasElement,
+        OptionalGetElement,
         Loop,
     ]
     return _PATCHED
