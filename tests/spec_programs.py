@@ -2316,7 +2316,7 @@ def run_ort(sess: Any, feeds: dict[str, np.ndarray], names: list[str]) -> Outcom
 def run_ref(model: onnx.ModelProto, feeds: dict[str, np.ndarray], names: list[str]) -> Outcome:
     from onnx.reference import ReferenceEvaluator
 
-    class Evaluator(ReferenceEvaluator):  # type: ignore[misc]
+    class Evaluator(ReferenceEvaluator):
         """Uses the patched kernels in model-local functions too (built with its own class)."""
 
         def __init__(self, proto: Any, *args: Any, **kw: Any) -> None:
