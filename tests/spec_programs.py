@@ -2392,7 +2392,7 @@ def _same(a: Outcome, b: Outcome) -> bool:
 def judge(prog: Program) -> Verdict:
     """Optimizes ``prog`` and compares it with the original (see the module docstring)."""
     import seqpasses
-    from seqpasses.selfcheck import SelfCheckError
+    from seqpasses import SelfCheckError
 
     model = prog.model
     try:
