@@ -133,6 +133,15 @@ unlike_shapes (float[2,3] a, float[4,3] b, int64 i, int64 steps) => (float[?,3] 
 }""",
     # a model-local function of a custom domain beside a list that folds: the list goes, the
     # function (no sequence op in it) stays unless --inline-functions (OpenVINO rejects it)
+    # a reflect Pad needs a signal longer than its padding (as silero-vad's STFT does):
+    # --check must draw inputs long enough for the original to run
+    "reflect_pad_frames": """<ir_version: 8, opset_import: ["" : 18]>
+reflect_pad_frames (float[1,N] signal) => (float[1,?] frames) {
+  pads = Constant<value = int64[4] {0, 32, 0, 32}>()
+  padded = Pad<mode = "reflect">(signal, pads)
+  both = SequenceConstruct(signal, padded)
+  frames = ConcatFromSequence<axis = 1>(both)
+}""",
     "local_function": """<ir_version: 8, opset_import: ["" : 18, "pkg.custom" : 1]>
 local_function (float[4,3] x) => (float[4,3] y) {
   minus = Constant<value = int64 {-1}>()

@@ -127,3 +127,17 @@ def test_folder_errors_are_one_line(tmp_path: Path) -> None:
     assert inside.returncode == 2 and "must not be inside the input folder" in inside.stderr
     jobs = run_cli("optimize", source, "-o", tmp_path / "o", "--jobs", "0")
     assert jobs.returncode == 2 and "--jobs must be at least 1" in jobs.stderr
+
+
+def test_folder_mode_names_each_model_it_could_not_verify(tmp_path: Path) -> None:
+    from test_files_and_checks import CUSTOM  # an op no evaluator knows: nothing to compare
+
+    source = tmp_path / "models"
+    source.mkdir()
+    onnx.save(CUSTOM, source / "custom.onnx")
+    shutil.copy(SAMPLES / "unbind_stack.onnx", source / "fine.onnx")
+    result = run_cli("optimize", source, "-o", tmp_path / "out", "--check")
+    assert result.returncode == 4, result.stderr
+    assert "1 not verified" in result.stdout
+    line = next(li for li in result.stdout.splitlines() if li.startswith("  not verified:"))
+    assert line.startswith("  not verified: custom.onnx: onnx.reference could not load")

@@ -8,6 +8,7 @@ import pytest
 from onnx.reference import ReferenceEvaluator
 
 import seqpasses
+from helpers import SAMPLES
 from seqpasses.verification import REFERENCE_OVERRIDES, random_inputs
 
 INSERT_AT_END = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
@@ -218,3 +219,64 @@ def test_reference_fault_split_accepts_sizes_that_do_not_divide_the_dim(sizes: l
     good = {"x": np.zeros((6, 2), np.float32), "s": np.array([1, 2, 3], np.int64)}
     a, b, c, q = fixed.run(None, good)
     assert [a.shape[0], b.shape[0], c.shape[0]] == [1, 2, 3] == [t.shape[0] for t in q]
+
+
+# -- the check on models of real size: the changed region, inputs the model runs on ----------
+
+
+def _long_chain_unbind(links: int = 220) -> onnx.ModelProto:
+    """An unbind (scalar split 1, keepdims=0) read at 0, after a chain long enough for the
+    reference evaluator to check only the changed region."""
+    chain = "\n".join(f"  r{k + 1} = Relu(r{k})" for k in range(links))
+    return onnx.parser.parse_model(f"""<ir_version: 8, opset_import: ["" : 18]>
+g (float[3,4] r0) => (float[4] y, float[3,4] z) {{
+{chain}
+  one = Constant<value = int64 {{1}}>()
+  parts = SplitToSequence<axis = 0, keepdims = 0>(r{links}, one)
+  zero = Constant<value = int64 {{0}}>()
+  y = SequenceAt(parts, zero)
+  z = Identity(r{links})
+}}""")
+
+
+def test_the_reference_checks_only_the_changed_region_of_a_large_model() -> None:
+    model = _long_chain_unbind()
+    optimized = seqpasses.optimize(model)
+    assert seqpasses.count_sequence_ops(optimized) == 0
+    report = seqpasses.verify(model, optimized)
+    assert report.status == "verified", str(report)
+    assert any("changed region (4 of 225 nodes" in note for note in report.notes), report.notes
+    whole = seqpasses.verify(model, optimized, whole=True)
+    assert whole.status == "verified" and not any("region" in n for n in whole.notes)
+
+
+def test_a_rewrite_onnx_runtime_agrees_with_but_the_spec_does_not_is_caught_in_the_region() -> None:
+    # the default rewrite squeezes the unbind's elements as ONNX Runtime does; checked against
+    # the spec (--strict-spec: keepdims is ignored when a split is given), only the reference
+    # evaluator, running the changed region, can tell: ONNX Runtime squeezes in both models
+    model = _long_chain_unbind()
+    optimized = seqpasses.optimize(model)
+    report = seqpasses.verify(model, optimized, strict_spec=True)
+    assert report.status == "mismatch"
+    assert "onnx.reference (changed region)" in report.mismatch
+    assert "shape (1, 4) vs (4,)" in report.mismatch
+    assert [r.compared for r in report.results] == [0, 3]  # onnxruntime agreed on all three
+
+
+def test_inputs_are_drawn_larger_until_the_original_runs() -> None:
+    # a reflect Pad of 32 needs a signal of 33 or more: the first draws (2 or 3 samples) fail,
+    # and the check draws larger ones instead of giving up
+    model = onnx.load(SAMPLES / "reflect_pad_frames.onnx")
+    report = seqpasses.verify(model, seqpasses.optimize(model))
+    assert report.status == "verified", str(report)
+    assert any("the free dims larger" in note for note in report.notes), report.notes
+
+
+def test_when_no_input_set_runs_the_line_is_short_and_says_what_to_give() -> None:
+    model = onnx.load(SAMPLES / "reflect_pad_frames.onnx")
+    signal = np.zeros((1, 3), np.float32)  # too short for the padding, on every set
+    report = seqpasses.verify(model, seqpasses.optimize(model), inputs=[{"signal": signal}])
+    assert report.status == "not verified"
+    line = str(report)
+    assert "--check-inputs FILE.npz" in line and "--input-shape" in line
+    assert len(line) < 600, line

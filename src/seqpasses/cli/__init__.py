@@ -150,6 +150,12 @@ def _parser() -> argparse.ArgumentParser:
         help="how many random input sets --check compares per evaluator (default 3)",
     )
     check.add_argument(
+        "--check-whole",
+        action="store_true",
+        help="run onnx.reference on the whole models, not only on the region the rewrite "
+        "changed (slower on large models)",
+    )
+    check.add_argument(
         "--check-inputs",
         type=Path,
         default=None,
@@ -261,9 +267,13 @@ def _usage(args: argparse.Namespace) -> None:
     """Refuse options that make no sense alone or together (one line, exit 2)."""
     if args.check_runs is not None and args.check_runs < 1:
         raise BadInputError("--check-runs must be at least 1")
-    if (args.check_runs is not None or args.check_inputs is not None) and not args.check:
-        option = "--check-runs" if args.check_runs is not None else "--check-inputs"
-        raise BadInputError(f"{option} needs --check")
+    for given, option in (
+        (args.check_runs is not None, "--check-runs"),
+        (args.check_inputs is not None, "--check-inputs"),
+        (args.check_whole, "--check-whole"),
+    ):
+        if given and not args.check:
+            raise BadInputError(f"{option} needs --check")
     if args.check_inputs is not None and not args.check_inputs.is_file():
         raise BadInputError(f"{args.check_inputs}: no such file (--check-inputs)")
     if args.jobs < 1:
@@ -291,6 +301,7 @@ def _optimize(args: argparse.Namespace) -> int:
             check=args.check,
             check_runs=args.check_runs or 3,
             check_inputs=args.check_inputs,
+            check_whole=args.check_whole,
             external_data=args.external_data,
             report=report,
         )
@@ -339,7 +350,7 @@ def _optimize(args: argparse.Namespace) -> int:
             print(f"  note: {note}")
         if verdict is not None:
             print(verdict)
-            for note in verdict.notes:
+            for note in [*verdict.notes, *(verdict.details if args.verbose else ())]:
                 print(f"  check: {note}")
         print(f"wrote {args.output}")
     elif verdict is not None and not verdict.verified:

@@ -47,6 +47,7 @@ class Job:
     check: bool = False
     check_runs: int = 3
     check_inputs: Path | None = None
+    check_whole: bool = False  # onnx.reference on the whole models, not the changed region
     external_data: str | None = None
     report: Path | None = None  # the JSON report this job's CLI run writes (checked here)
 
@@ -192,6 +193,7 @@ def run_job(job: Job) -> Outcome:
             strict_spec=job.options.strict_spec,
             inputs=inputs,
             budget_s=CHECK_BUDGET_S,
+            whole=job.check_whole,
         )
         report.timings["check"] = time.perf_counter() - start
         if verdict.status == "mismatch":

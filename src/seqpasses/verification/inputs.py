@@ -16,7 +16,10 @@ __all__ = ["check_inputs", "load_inputs", "random_inputs"]
 
 
 def _random_tensor(
-    tensor_type: onnx.TypeProto.Tensor, sizes: dict[str, int], rng: np.random.Generator
+    tensor_type: onnx.TypeProto.Tensor,
+    sizes: dict[str, int],
+    rng: np.random.Generator,
+    scale: int = 1,
 ) -> np.ndarray:
     shape: list[int] = []
     if tensor_type.HasField("shape"):
@@ -24,9 +27,9 @@ def _random_tensor(
             if dim.HasField("dim_value"):
                 shape.append(dim.dim_value)
             else:
-                name = dim.dim_param or ""
+                name = dim.dim_param or ""  # (unnamed dims share one size, as before)
                 if name not in sizes:
-                    sizes[name] = int(rng.integers(2, 4))
+                    sizes[name] = int(rng.integers(2, 4)) * scale
                 shape.append(sizes[name])
     dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor_type.elem_type)
     if dtype == np.bool_:
@@ -43,29 +46,30 @@ def _random_tensor(
 
 
 def _random_value(
-    type_proto: onnx.TypeProto, sizes: dict[str, int], rng: np.random.Generator
+    type_proto: onnx.TypeProto, sizes: dict[str, int], rng: np.random.Generator, scale: int
 ) -> Any:
     kind = type_proto.WhichOneof("value")
     if kind == "tensor_type":
-        return _random_tensor(type_proto.tensor_type, sizes, rng)
+        return _random_tensor(type_proto.tensor_type, sizes, rng, scale)
     if kind == "sequence_type":
         element = type_proto.sequence_type.elem_type
-        return [_random_value(element, sizes, rng) for _ in range(3)]
+        return [_random_value(element, sizes, rng, scale) for _ in range(3)]
     if kind == "optional_type":
-        return _random_value(type_proto.optional_type.elem_type, sizes, rng)
+        return _random_value(type_proto.optional_type.elem_type, sizes, rng, scale)
     raise ValueError(f"cannot make a random input of type {kind}")
 
 
-def random_inputs(model: onnx.ModelProto, seed: int = 0) -> dict[str, Any]:
+def random_inputs(model: onnx.ModelProto, seed: int = 0, scale: int = 1) -> dict[str, Any]:
     """Seeded random feeds for the graph inputs that are not initializers.
 
-    Symbolic dims are bound to one small size each, shared by every input that names them.
+    Symbolic dims are bound to one small size each (2 or 3, times ``scale``), shared by every
+    input that names them.
     """
     rng = np.random.default_rng(seed)
     initializers = {init.name for init in model.graph.initializer}
     sizes: dict[str, int] = {}
     return {
-        inp.name: _random_value(inp.type, sizes, rng)
+        inp.name: _random_value(inp.type, sizes, rng, scale)
         for inp in model.graph.input
         if inp.name not in initializers
     }
