@@ -38,7 +38,11 @@ def main() -> None:
             warnings.simplefilter("ignore")
             scripted = torch.jit.script(model)
             torch.onnx.export(
-                scripted, (x,), out / f"{name}.onnx", opset_version=17, dynamo=False,
+                scripted,
+                (x,),
+                out / f"{name}.onnx",
+                opset_version=17,
+                dynamo=False,
                 input_names=["x"],
             )
         print(f"wrote {out / name}.onnx")
