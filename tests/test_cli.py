@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import onnx
@@ -293,3 +295,41 @@ def test_a_fault_of_seqpasses_is_one_line_and_exit_3(
     monkeypatch.setenv("SEQPASSES_TRACEBACK", "1")
     with pytest.raises(RuntimeError, match="simulated fault"):
         seqpasses.cli.main(["inspect", str(SAMPLE)])
+
+
+def test_the_command_line_parses_before_it_loads_onnx() -> None:
+    # --help, --version and usage errors answer without onnx, onnx_ir, numpy or onnxruntime
+    # (benchmarks/startup.py measures the time): importing the CLI and failing on an argument
+    # loads none of them
+    code = (
+        "import sys\n"
+        "from seqpasses.cli import main\n"
+        "try:\n"
+        "    main(['optimize'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = {'onnx', 'onnx_ir', 'numpy', 'onnxruntime'} & set(sys.modules)\n"
+        "print(sorted(heavy))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert result.stdout.strip() == "[]", result.stdout + result.stderr
+    assert "the following arguments are required" in result.stderr
+
+
+def test_commands_say_the_same_of_a_model_onnx_ir_cannot_hold(tmp_path: Path) -> None:
+    model = SAMPLES / "wild" / "sklearn_logreg.onnx"
+    optimized = run_cli("optimize", model, "-o", tmp_path / "o.onnx")
+    assert optimized.returncode == 0 and "written unchanged" in optimized.stdout
+    for command in ("inspect", "shapes"):
+        result = run_cli(command, model)
+        assert result.returncode == 0, result.stderr
+        assert "onnx_ir cannot hold its sequence-of-map values" in result.stdout
+
+
+def test_quiet_prints_nothing_on_success_even_with_check(tmp_path: Path) -> None:
+    model = SAMPLES / "wild" / "silero_vad.onnx"  # (its LSTM overflows numpy's exp)
+    result = run_cli("optimize", model, "-o", tmp_path / "o.onnx", "--check", "-q")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "" and result.stderr == ""
