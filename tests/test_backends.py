@@ -1,22 +1,23 @@
-"""OpenVINO, a back end that rejects sequence ops, compiles what seqpasses writes.
+"""Back ends that reject sequence ops take what seqpasses writes: OpenVINO compiles it, tract
+loads and runs it with the original's results.
 
 Every sample and export model whose graph inputs and outputs are tensors is optimized (with
---inline-functions, as for a back end that rejects model-local functions) and compiled for
-OpenVINO's CPU device. Skipped without OpenVINO (``pip install -e ".[backends]"``).
+--inline-functions, as for a back end that rejects model-local functions). Each back end's
+tests are skipped without it (``pip install -e ".[backends]"``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
 
 import seqpasses
 from helpers import SAMPLES
-
-ov = pytest.importorskip("openvino")
-CORE = ov.Core()
+from seqpasses.verification import load_inputs, random_inputs
 
 
 def _tensors_only(path: Path) -> bool:
@@ -34,8 +35,10 @@ STILL_REJECTED = {
 
 
 def refusal(path: Path) -> str:
+    ov = pytest.importorskip("openvino")
+    core = ov.Core()
     try:
-        CORE.compile_model(CORE.read_model(str(path)), "CPU")
+        core.compile_model(core.read_model(str(path)), "CPU")
     except Exception as error:
         return str(error).strip() or type(error).__name__
     return ""
@@ -65,3 +68,55 @@ def test_models_openvino_rejected_for_their_sequence_ops_now_compile(tmp_path: P
         if not refusal(out):
             rescued.append(path.name)
     assert len(rescued) >= 25, rescued  # 29 on the current samples (docs/backends.md's table)
+
+
+# -- tract ------------------------------------------------------------------------------------
+
+
+def _inputs(path: Path) -> dict[str, np.ndarray] | None:
+    """Input arrays the original runs on: the stored PyTorch ones, else drawn (and grown
+    until ONNX Runtime runs the original); None when there are none (it always fails)."""
+    model = onnx.load(path, load_external_data=False)
+    stored = path.with_suffix(".npz")
+    if stored.exists():
+        return {k: np.asarray(v) for k, v in load_inputs(stored)[0].items()}
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    for scale in (1, 4, 16, 64):
+        feeds = {k: np.asarray(v) for k, v in random_inputs(model, 0, scale=scale).items()}
+        try:
+            session.run(None, feeds)
+        except Exception:
+            continue
+        return feeds
+    return None
+
+
+def tract_outputs(path: Path, feeds: dict[str, np.ndarray] | None) -> list[np.ndarray] | str:
+    """tract's outputs for ``feeds`` (none: only loaded), or why it rejects the model (loading
+    or running it)."""
+    tract = pytest.importorskip("tract")
+    try:
+        runnable = tract.onnx().load(str(path)).into_model().into_runnable()
+        if feeds is None:
+            return []
+        names = [i.name for i in onnx.load(path, load_external_data=False).graph.input]
+        return [t.to_numpy() for t in runnable.run([feeds[n] for n in names if n in feeds])]
+    except Exception as error:
+        return str(error).strip().splitlines()[0] or type(error).__name__
+
+
+@pytest.mark.parametrize("path", MODELS, ids=lambda p: p.relative_to(SAMPLES).as_posix())
+def test_tract_takes_no_fewer_models_and_gives_the_originals_results(
+    path: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out.onnx"
+    onnx.save(seqpasses.optimize(onnx.load(path), inline_functions=True), out)
+    feeds = _inputs(path)
+    before, after = tract_outputs(path, feeds), tract_outputs(out, feeds)
+    assert not (isinstance(after, str) and not isinstance(before, str)), after  # no loss
+    if isinstance(after, str) or feeds is None:
+        return
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    expected = session.run(None, feeds)
+    for want, got in zip(expected, after, strict=True):
+        assert want.shape == got.shape and np.allclose(want, got, rtol=1e-4, atol=1e-5)
