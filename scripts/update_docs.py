@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import shape_compare
 import shape_table
 import summary_table
 import torch_table
@@ -84,6 +85,9 @@ SECTIONS: dict[str, Section] = {
         needs="onnxscript",
     ),
     "shape-table": Section("docs/shapes.md", lambda: _output(lambda: shape_table.main([]))),
+    "shape-compare-table": Section(
+        "docs/shapes.md", lambda: _output(lambda: shape_compare.main([]))
+    ),
     "openvino-table": Section("docs/backends.md", lambda: _output(_openvino_table), "openvino"),
 }
 

@@ -129,3 +129,45 @@ def test_shapes_command_table_and_json() -> None:
     data = json.loads(run_cli("shapes", SAMPLES / "unbind_stack.onnx", "--json").stdout)
     parts = next(v for v in data["values"] if v["name"] == "parts")
     assert parts["length"] == 4 and parts["element_shapes"] == [[3]] * 4
+
+
+UNBIND_THEN_CAT = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 17]>
+g (float[3,4] x, int64 i) => (float[4] y, float[?,?] z, float[?,?] w) {
+  one = Constant<value = int64 {1}>()
+  s = SplitToSequence<axis = 0, keepdims = 0>(x, one)
+  y = SequenceAt(s, i)
+  z = ConcatFromSequence<axis = 0, new_axis = 1>(s)
+  w = Transpose<perm = [1, 0]>(z)
+}""")
+
+
+def test_an_unbind_claims_what_the_model_computes_and_it_flows_on() -> None:
+    # onnx's inference reads the spec's letter (elements [1,4]); ONNX Runtime and PyTorch
+    # squeeze them ([4]): seqpasses claims [4], and what follows is inferred from it
+    facts = seqpasses.shape_facts(UNBIND_THEN_CAT)
+    assert facts["s"].shape == (4,)
+    assert facts["z"].shape == (3, 4)
+    assert facts["w"].shape == (4, 3)
+    inferred = onnx.shape_inference.infer_shapes(UNBIND_THEN_CAT)
+    s = next(v for v in inferred.graph.value_info if v.name == "s")
+    assert len(s.type.sequence_type.elem_type.tensor_type.shape.dim) == 2  # (onnx: [1,4])
+
+
+def test_a_model_seqpasses_writes_passes_onnx_s_check_where_the_facts_disagree_with_it() -> None:
+    # a written model must pass onnx's full check, whose inference claims [1,4]: there the
+    # value (and what depends on it) is declared without a shape, not with a wrong one
+    model = onnx.load(SAMPLES / "torch" / "ts_drop_weakest.onnx")
+    optimized = seqpasses.optimize(model, infer_shapes=True)
+    onnx.checker.check_model(optimized, full_check=True)
+
+
+def test_loop_outputs_get_the_shapes_induction_proves() -> None:
+    facts = seqpasses.shape_facts(SAMPLES / "torch" / "ts_append_data_dependent.onnx")
+    assert facts["/Loop_output_0"].shape == (2, 3)  # a carried tensor
+    loop = facts["/Loop_output_1"]  # a carried list, grown by appends of [2,3]
+    assert loop.kind == "sequence" and loop.shape == (2, 3)
+
+
+def test_models_onnx_ir_cannot_hold_get_onnx_s_facts_not_a_crash() -> None:
+    facts = seqpasses.shape_facts(SAMPLES / "wild" / "sklearn_logreg.onnx")
+    assert facts.outputs and any(f.kind == "tensor" and f.shape for f in facts.values)

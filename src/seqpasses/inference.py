@@ -9,7 +9,6 @@ knows is never changed, a sequence value stays a sequence, and symbolic sums kee
 
 from __future__ import annotations
 
-import contextlib
 import os
 from dataclasses import dataclass, field
 from typing import Any, overload
@@ -17,11 +16,12 @@ from typing import Any, overload
 import onnx
 import onnx_ir as ir
 
-from seqpasses.core.dims import fill_shape, merge_shapes
+from seqpasses.core.constants import constant_array
+from seqpasses.core.dims import contradicts, fill_shape, generated, merge_shapes
 from seqpasses.core.graph import graphs
 from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
 from seqpasses.options import FoldOptions
-from seqpasses.passes.analysis import analyze
+from seqpasses.passes.analysis import Analysis, analyze
 
 __all__ = [
     "ShapeFacts",
@@ -101,69 +101,198 @@ def _kind(value: ir.Value) -> str:
     return "unknown"
 
 
-def _apply_sequence_facts(
+def _sequence_facts(
     state: dict[ir.Value, StaticSequence | StackedSequence | Unknown],
-) -> None:
-    """Give every static sequence value its sequence type and the shape its elements share
-    (every element of a list held as one tensor has its element shape)."""
+) -> dict[ir.Value, tuple[ir.TypeProtocol | None, ir.Shape | None]]:
+    """The type and element shape seqpasses knows for each sequence value it holds: a static
+    list's elements' common shape, a list held as one tensor's element shape."""
+    facts: dict[ir.Value, tuple[ir.TypeProtocol | None, ir.Shape | None]] = {}
     for value, known in state.items():
         if isinstance(known, StackedSequence) and isinstance(value.type, ir.SequenceType | None):
-            if value.type is None and known.dtype is not None:
-                value.type = ir.SequenceType(ir.TensorType(known.dtype))
-            value.shape = fill_shape(value.shape, known.element)
-            continue
-        if not isinstance(known, StaticSequence):
-            continue
-        if value.type is None or isinstance(value.type, ir.SequenceType):
+            type_ = value.type
+            if type_ is None and known.dtype is not None:
+                type_ = ir.SequenceType(ir.TensorType(known.dtype))
+            facts[value] = (type_, known.element)
+        elif isinstance(known, StaticSequence) and isinstance(value.type, ir.SequenceType | None):
             dtype = known.dtype or (value.type.dtype if value.type is not None else None)
-            if dtype is not None:
-                value.type = ir.SequenceType(ir.TensorType(dtype))
-        common = merge_shapes([e.shape for e in known.elements])
-        value.shape = fill_shape(value.shape, common)
+            type_ = ir.SequenceType(ir.TensorType(dtype)) if dtype is not None else value.type
+            facts[value] = (type_, merge_shapes([e.shape for e in known.elements]))
+    return facts
 
 
-def fill_shapes_in_place(model: ir.Model) -> None:
-    """Fill missing types and shapes of the main graph's values, without copying the model.
+def _claims(proto: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
+    graph = proto.graph
+    return {vi.name: vi.type for vi in (*graph.value_info, *graph.output)}
 
-    ONNX's inference runs on a serialized copy and its answers are read straight from the
-    protobuf (no second deserialization); then seqpasses' walk adds what it knows of sequences.
-    """
-    proto = ir.serde.serialize_model(model)
-    try:
-        inferred = onnx.shape_inference.infer_shapes(proto, data_prop=True)
-    except Exception:
-        inferred = proto
-    types = {vi.name: vi.type for vi in inferred.graph.value_info}
+
+def _shape_of(type_proto: onnx.TypeProto | None) -> ir.Shape | None:
+    """The shape ONNX claims, its made-up dim names (``unk__N``) read as unknown."""
+    if type_proto is None or type_proto.WhichOneof("value") is None:
+        return None
+    shape = ir.serde.deserialize_type_proto_for_shape(type_proto)
+    if shape is None or not any(generated(d) for d in shape):
+        return shape
+    return ir.Shape([ir.SymbolicDim(None) if generated(d) else d for d in shape])
+
+
+def _fill_from(model: ir.Model, claims: dict[str, onnx.TypeProto]) -> None:
+    """Fill the main graph's values' unknown types and dims from ONNX's claims."""
     for node in model.graph:
         for value in node.outputs:
-            type_proto = types.get(value.name or "")
+            type_proto = claims.get(value.name or "")
             if type_proto is None or type_proto.WhichOneof("value") is None:
                 continue
             if value.type is None:
                 value.type = ir.serde.deserialize_type_proto_for_type(type_proto)
-            value.shape = fill_shape(
-                value.shape, ir.serde.deserialize_type_proto_for_shape(type_proto)
-            )
-    _apply_sequence_facts(analyze(model, FoldOptions()).sequences)
+            value.shape = fill_shape(value.shape, _shape_of(type_proto))
+
+
+def _infer(proto: onnx.ModelProto) -> onnx.ModelProto:
+    try:
+        inferred: onnx.ModelProto = onnx.shape_inference.infer_shapes(proto, data_prop=True)
+    except Exception:
+        return proto
+    return inferred
+
+
+Facts = dict[str, tuple[Any, ir.Shape | None]]
+
+
+def _walk_facts(model: ir.Model) -> tuple[Analysis, ir.Model, Facts, set[str]]:
+    """Steps 1 and 2 on a copy of ``model``: the walk's analysis (of the copy, which it
+    returns), what it knows beyond (or against) ONNX's claims by value name (main graph),
+    and the names where the two contradict."""
+    inferred = _infer(ir.serde.serialize_model(model))
+    claims = _claims(inferred)
+    copy = ir.serde.deserialize_model(inferred)
+    split = _split_facts(copy)
+    before = {out: out.shape for node in copy.graph for out in node.outputs}
+    analysis = analyze(copy, FoldOptions())
+    facts: Facts = dict(split)
+    for value, (type_, shape) in _sequence_facts(analysis.sequences).items():
+        if value.name and value.graph is copy.graph:
+            facts[value.name] = (type_, shape)
+    for value, shape in before.items():  # what the dry rewrites gave the values they replace
+        if value.name and value.name not in facts and value.shape != shape:
+            facts[value.name] = (value.type, value.shape)
+    against: set[str] = set()
+    for name, (type_, shape) in list(facts.items()):
+        claimed = _shape_of(claims.get(name))
+        if contradicts(claimed, shape):
+            against.add(name)
+        else:
+            facts[name] = (type_, fill_shape(claimed, shape, numbers_win=True))
+    return analysis, copy, facts, against
+
+
+_OPAQUE = frozenset({"Loop", "If", "Scan", "SequenceMap"})
+
+
+def _downstream(graph: ir.Graph, names: set[str]) -> tuple[set[str], set[str]]:
+    """What is computed from ``names`` (in ``graph``, in order), and the part of it ONNX
+    infers without looking at them (a Loop's or If's outputs come from its body's
+    declarations) or from such values."""
+    found: set[str] = set(names)
+    opaque: set[str] = set()
+    for node in graph:
+        reads = {v.name for v in node.inputs if v is not None and v.name}
+        if reads & found:
+            outs = {out.name for out in node.outputs if out.name}
+            found |= outs
+            if node.op_type in _OPAQUE or reads & opaque:
+                opaque |= outs
+    return found - names, opaque
+
+
+def _split_facts(copy: ir.Model) -> Facts:
+    """The element shape of each SplitToSequence into chunks of one (no split, or a constant
+    scalar split of 1), as ONNX Runtime computes it: squeezed with ``keepdims=0``, kept of size
+    1 otherwise; written on the copy (in every graph) before the walk reads it."""
+    facts: Facts = {}
+    for _, graph in graphs(copy):
+        for node in graph:
+            out = node.outputs[0] if node.outputs else None
+            if node.op_type != "SplitToSequence" or out is None or not out.name:
+                continue
+            data = node.inputs[0] if node.inputs else None
+            if data is None or data.shape is None:
+                continue
+            rank, axis = len(data.shape), node.attributes.get_int("axis", 0)
+            if not -rank <= axis < rank:
+                continue
+            axis += rank if axis < 0 else 0
+            split = node.inputs[1] if len(node.inputs) > 1 else None
+            if split is not None:
+                array = constant_array(split)
+                if array is None or array.ndim != 0 or int(array) != 1:
+                    continue
+            dims = list(data.shape)
+            if node.attributes.get_int("keepdims", 1) == 0:
+                del dims[axis]
+            else:
+                dims[axis] = 1
+            out.shape = ir.Shape(dims)
+            if graph is copy.graph:
+                facts[out.name] = (out.type, out.shape)
+    return facts
+
+
+def fill_shapes_in_place(model: ir.Model, *, checkable: bool = True) -> tuple[Analysis, ir.Model]:
+    """Fill the types and shapes of the main graph's values (see the module docstring), in
+    ``model`` itself; return the walk's analysis and the copy it analysed.
+
+    With ``checkable`` (a model seqpasses writes, which must pass onnx's full check) a value
+    where seqpasses' facts contradict ONNX's inference, and what is computed from it, is
+    declared with no shape: the checker's inference would reject the fact, and the run
+    disproves ONNX's claim. Without it (``seqpasses shapes``, :func:`infer_shapes`), the facts
+    are declared."""
+    analysis, copy, facts, against = _walk_facts(model)
+    after, opaque = _downstream(model.graph, against)
+    if checkable:
+        for name in against:
+            facts.pop(name)
+    for node in model.graph:
+        for value in node.outputs:
+            fact = facts.get(value.name or "")
+            if fact is None:
+                if not checkable and value.name in after:  # ONNX's guess from a wrong input
+                    value.shape = None
+                continue
+            type_, shape = fact
+            if type_ is not None and (value.type is None or isinstance(type_, ir.SequenceType)):
+                value.type = type_
+            if shape is not None:
+                value.shape = (
+                    shape
+                    if contradicts(value.shape, shape)
+                    else fill_shape(value.shape, shape, numbers_win=True)
+                )
+    claims = _claims(_infer(ir.serde.serialize_model(model)))
+    for name in (after if checkable else opaque) - set(facts):
+        claims.pop(name, None)
+    _fill_from(model, claims)
+    return analysis, copy
 
 
 def infer_shapes_ir(model: ir.Model) -> tuple[ir.Model, ShapeFacts]:
     """Infer on an ``onnx_ir.Model``; returns a new model with shapes filled, and the facts."""
-    proto = ir.serde.serialize_model(model)
-    # When ONNX's inference gives up on a model, seqpasses' own walk still runs.
-    with contextlib.suppress(Exception):
-        proto = onnx.shape_inference.infer_shapes(proto, data_prop=True)
-    result = ir.serde.deserialize_model(proto)
-    analysis = analyze(result, FoldOptions())
-    state = analysis.sequences
-    _apply_sequence_facts(state)
+    result = ir.serde.deserialize_model(ir.serde.serialize_model(model))
+    analysis, copy = fill_shapes_in_place(result, checkable=False)
+    sequences: dict[tuple[str, str], StaticSequence | StackedSequence | Unknown] = {}
+    integers: dict[tuple[str, str], int] = {}
+    for path, graph in graphs(copy):
+        for v in [*graph.inputs, *(o for n in graph for o in n.outputs)]:
+            if v.name and v in analysis.sequences:
+                sequences[(path, v.name)] = analysis.sequences[v]
+            if v.name and v in analysis.integers:
+                integers[(path, v.name)] = analysis.integers[v]
     facts = ShapeFacts(outputs=[o.name or "" for o in result.graph.outputs])
     for path, graph in graphs(result):
         values = list(graph.inputs) + [out for node in graph for out in node.outputs]
         for value in values:
             if not value.name:
                 continue
-            found = state.get(value)
+            found = sequences.get((path, value.name))
             static = found if isinstance(found, StaticSequence) else None
             length: DimFact = None if static is None else len(static)
             if isinstance(found, StackedSequence):
@@ -177,7 +306,7 @@ def infer_shapes_ir(model: ir.Model) -> tuple[ir.Model, ShapeFacts]:
                     dtype=None if dtype is None else dtype.name.lower(),
                     shape=_dims(value.shape),
                     length=length,
-                    value=analysis.integers.get(value),
+                    value=integers.get((path, value.name)),
                     element_shapes=None
                     if static is None
                     else tuple(_dims(e.shape) for e in static.elements),
@@ -209,8 +338,40 @@ def infer_shapes(
 
 
 def shape_facts(model: onnx.ModelProto | ir.Model | str | os.PathLike[str]) -> ShapeFacts:
-    """Per value: kind, dtype, shape; for a static sequence its length and element shapes."""
+    """Per value: kind, dtype, shape; for a static sequence its length and element shapes. A
+    model onnx_ir cannot hold (scikit-learn's ``ZipMap`` maps) gets what ONNX's inference
+    says of it."""
     if isinstance(model, ir.Model):
         return infer_shapes_ir(model)[1]
     proto = model if isinstance(model, onnx.ModelProto) else onnx.load(os.fspath(model))
-    return infer_shapes_ir(ir.serde.deserialize_model(proto))[1]
+    try:
+        held = ir.serde.deserialize_model(proto)
+    except Exception:
+        return _proto_facts(_infer(proto))
+    return infer_shapes_ir(held)[1]
+
+
+def _proto_facts(proto: onnx.ModelProto) -> ShapeFacts:
+    """Facts read off a ModelProto's declarations (types onnx_ir cannot hold are unknown)."""
+    graph = proto.graph
+    facts = ShapeFacts(outputs=[o.name for o in graph.output])
+    for info in (*graph.input, *graph.value_info, *graph.output):
+        kind = {
+            "tensor_type": "tensor",
+            "sequence_type": "sequence",
+            "optional_type": "optional",
+        }.get(str(info.type.WhichOneof("value")), "unknown")
+        shape: tuple[DimFact, ...] | None = None
+        dtype = None
+        if kind == "tensor":
+            tensor = info.type.tensor_type
+            dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type).name
+            if tensor.HasField("shape"):
+                shape = tuple(
+                    d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                    for d in tensor.shape.dim
+                )
+        if any(f.name == info.name for f in facts.values):
+            continue
+        facts.values.append(ValueFact(info.name, "main", kind, dtype, shape))
+    return facts

@@ -21,6 +21,7 @@ __all__ = [
     "contradicts",
     "dim_of",
     "fill_shape",
+    "generated",
     "merge_shapes",
     "same_dim",
     "same_shape",
@@ -129,6 +130,16 @@ def dim_of(dim: object) -> Dim:
 _GENERATED = re.compile(r"^unk__\d+$|_dim_\d+$")
 """Dim names tools make up for a dim they know nothing of: ONNX's ``unk__N``, and the
 TorchScript exporter's ``<op><n>_dim_<k>``."""
+
+
+def generated(dim: object) -> bool:
+    """A dim named by a tool that knew nothing of it (ONNX's ``unk__N``, an exporter's
+    ``<op><n>_dim_<k>``): a name that says nothing."""
+    return (
+        isinstance(dim, ir.SymbolicDim)
+        and bool(dim.value)
+        and _GENERATED.search(dim.value or "") is not None
+    )
 
 
 def _unknown(dim: object) -> bool:

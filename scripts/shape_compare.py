@@ -1,0 +1,255 @@
+"""Shapes three tools claim, settled by running the models: seqpasses, onnx's inference and
+ONNX Runtime's symbolic shape inference (what transformer-optimization and TensorRT users run).
+
+    python scripts/shape_compare.py [MODEL_OR_DIR ...] [--each]
+
+(default: every model under sample_models/). For each model, every value of the main graph
+gets each tool's claim (a rank and dims: numbers, named symbols, or unknown; for a sequence,
+the shape its elements share). ONNX Runtime then runs the model on its stored inputs (the
+``.npz`` beside it) or on drawn ones, returning every value, and each claim is checked: a
+number that differs from the run, a rank that differs, or one symbol bound to two sizes is a
+*disproved* claim. Counted per tool over the values it claims without being disproved:
+integer dims, ranked values and named symbols (``unk__N`` and other generated names are not
+named). A tool that crashes on a model claims nothing there. Prints a Markdown table of the
+totals (``--each``: one row per model).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import sys
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+import seqpasses
+from seqpasses.verification import load_inputs, random_inputs
+
+ROOT = Path(__file__).resolve().parent.parent
+Claim = tuple[int | str | None, ...]
+_GENERATED = re.compile(r"^unk__\d+$|_dim_\d+$|_o\d+__d\d+$|^__|^\?$")
+
+
+def _type_claim(type_proto: onnx.TypeProto) -> Claim | None:
+    t = type_proto
+    while t.WhichOneof("value") in ("sequence_type", "optional_type"):
+        t = getattr(t, str(t.WhichOneof("value"))).elem_type
+    if t.WhichOneof("value") != "tensor_type" or not t.tensor_type.HasField("shape"):
+        return None
+    dims: list[int | str | None] = []
+    for dim in t.tensor_type.shape.dim:
+        if dim.HasField("dim_value") and dim.dim_value >= 0:
+            dims.append(int(dim.dim_value))
+        elif dim.dim_param:
+            dims.append(dim.dim_param)
+        else:
+            dims.append(None)
+    return tuple(dims)
+
+
+def _proto_claims(model: onnx.ModelProto) -> dict[str, Claim]:
+    graph = model.graph
+    claims: dict[str, Claim] = {}
+    for value in [*graph.value_info, *graph.output]:
+        claim = _type_claim(value.type)
+        if claim is not None:
+            claims[value.name] = claim
+    return claims
+
+
+def onnx_claims(model: onnx.ModelProto) -> dict[str, Claim] | str:
+    try:
+        return _proto_claims(onnx.shape_inference.infer_shapes(model, data_prop=True))
+    except Exception as error:
+        return f"{type(error).__name__}"
+
+
+def ort_claims(model: onnx.ModelProto) -> dict[str, Claim] | str:
+    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            inferred = SymbolicShapeInference.infer_shapes(model, auto_merge=True)
+    except Exception as error:
+        return f"{type(error).__name__}"
+    if inferred is None:
+        return "gave up"
+    return _proto_claims(inferred)
+
+
+def seqpasses_claims(model: onnx.ModelProto) -> dict[str, Claim] | str:
+    try:
+        facts = seqpasses.shape_facts(model)
+    except Exception as error:
+        return f"{type(error).__name__}"
+    return {f.name: f.shape for f in facts.values if f.graph == "main" and f.shape is not None}
+
+
+def _feeds(path: Path, model: onnx.ModelProto) -> list[dict[str, Any]]:
+    stored = path.with_suffix(".npz")
+    if stored.exists():
+        return load_inputs(stored)[:2]
+    return [random_inputs(model, seed, scale=scale) for seed in (0, 1) for scale in (1, 16)]
+
+
+def actual_shapes(path: Path, model: onnx.ModelProto) -> list[dict[str, list[tuple[int, ...]]]]:
+    """Per input set ONNX Runtime runs: each main-graph value's shape (a sequence's: its
+    elements' shapes)."""
+    names = [out for node in model.graph.node for out in node.output if out]
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    have = {o.name for o in probe.graph.output}
+    for name in names:
+        if name not in have:
+            probe.graph.output.append(onnx.helper.make_empty_tensor_value_info(name))
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    try:
+        session = ort.InferenceSession(
+            probe.SerializeToString(), options, providers=["CPUExecutionProvider"]
+        )
+    except Exception:
+        return []
+    wanted = [o.name for o in session.get_outputs()]
+    runs = []
+    for feeds in _feeds(path, model):
+        try:
+            values = session.run(None, dict(feeds))
+        except Exception:
+            continue
+        shapes: dict[str, list[tuple[int, ...]]] = {}
+        for name, value in zip(wanted, values, strict=True):
+            if isinstance(value, list):
+                shapes[name] = [tuple(np.asarray(e).shape) for e in value]
+            elif value is not None:
+                shapes[name] = [tuple(np.asarray(value).shape)]
+        runs.append(shapes)
+    return runs
+
+
+@dataclass
+class Tally:
+    dims: int = 0
+    ranked: int = 0
+    symbols: int = 0
+    disproved: int = 0
+    crashed: int = 0
+    examples: list[str] = field(default_factory=list)
+
+
+def _named(dim: object) -> bool:
+    return isinstance(dim, str) and not _GENERATED.search(dim)
+
+
+def settle(
+    claims: dict[str, Claim] | str,
+    runs: Iterable[dict[str, list[tuple[int, ...]]]],
+    tally: Tally,
+    where: str,
+) -> None:
+    if isinstance(claims, str):
+        tally.crashed += 1
+        return
+    runs = list(runs)
+    for name, claim in claims.items():
+        observed = [shape for run in runs for shape in run.get(name, [])]
+        if not observed and runs:
+            continue  # (not a value ONNX Runtime returns: a sequence's empty list, ...)
+        wrong = ""
+        binding: dict[str, int] = {}
+        for run in runs:
+            binding.clear()
+            for shape in run.get(name, []):
+                if len(shape) != len(claim):
+                    wrong = f"rank {len(claim)} vs {shape}"
+                    break
+                for want, got in zip(claim, shape, strict=True):
+                    if isinstance(want, int) and want != got:
+                        wrong = f"{claim} vs {shape}"
+                    elif _named(want) and binding.setdefault(str(want), got) != got:
+                        wrong = f"symbol {want} bound to two sizes"
+            if wrong:
+                break
+        if wrong:
+            tally.disproved += 1
+            if len(tally.examples) < 8:
+                tally.examples.append(f"{where}: {name}: {wrong}")
+            continue
+        tally.ranked += 1
+        tally.dims += sum(isinstance(d, int) for d in claim)
+        tally.symbols += sum(_named(d) for d in claim)
+
+
+def main(argv: list[str]) -> None:
+    args = [a for a in argv if not a.startswith("--")]
+    each = "--each" in argv
+    paths: list[Path] = []
+    for given in args or [str(ROOT / "sample_models")]:
+        path = Path(given)
+        paths.extend(sorted(path.rglob("*.onnx")) if path.is_dir() else [path])
+    tools = {"seqpasses": seqpasses_claims, "onnxruntime symbolic": ort_claims, "onnx": onnx_claims}
+    totals = {name: Tally() for name in tools}
+    rows = []
+    for path in paths:
+        model = onnx.load(path)
+        runs = actual_shapes(path, model)
+        row = {}
+        for name, tool in tools.items():
+            tally = Tally()
+            settle(tool(model), runs, tally, path.name)
+            row[name] = tally
+            total = totals[name]
+            for key in ("dims", "ranked", "symbols", "disproved", "crashed"):
+                setattr(total, key, getattr(total, key) + getattr(tally, key))
+            total.examples.extend(tally.examples[: max(0, 8 - len(total.examples))])
+        rows.append((path, row))
+    print("| tool | integer dims | ranked values | named symbols | disproved claims | crashed on |")
+    print("|---|---|---|---|---|---|")
+    for name, total in totals.items():
+        print(
+            f"| {name} | {total.dims} | {total.ranked} | {total.symbols} | {total.disproved} | {total.crashed} of {len(paths)} |"
+        )
+    if each:
+        print()
+        print("| model | " + " | ".join(f"{n} dims/ranked/symbols/disproved" for n in tools) + " |")
+        print("|---|" + "---|" * len(tools))
+        for path, row in rows:
+            cells = [
+                f"{t.dims}/{t.ranked}/{t.symbols}/{t.disproved}" + (" crash" if t.crashed else "")
+                for t in row.values()
+            ]
+            print(
+                f"| {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path} | "
+                + " | ".join(cells)
+                + " |"
+            )
+    behind = [
+        (path, key)
+        for path, row in rows
+        for key in ("dims", "ranked", "symbols")
+        if not row["onnxruntime symbolic"].crashed
+        and getattr(row["onnxruntime symbolic"], key) > getattr(row["seqpasses"], key)
+    ]
+    print()
+    print(
+        f"models where ONNX Runtime's symbolic inference knows more than seqpasses: "
+        f"{len({p for p, _ in behind})} of {len(rows)}"
+        + "".join(f"\n  {p.name}: more {k}" for p, k in behind[:12])
+    )
+    for name, total in totals.items():
+        for example in total.examples[:5]:
+            print(f"  {name} disproved: {example}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
