@@ -16,6 +16,7 @@ import numpy as np
 import onnx_ir as ir
 
 from seqpasses.core.dims import Dim, add_dims, dim_of
+from seqpasses.core.sequence import sequence_dtype
 
 __all__ = ["Emitter"]
 
@@ -189,17 +190,22 @@ class Emitter:
                 out.shape = ir.Shape([*dims[:axis], ir.SymbolicDim(None), *dims[axis + 1 :]])
         return list(node.outputs)
 
-    def sequence_construct(self, elements: Sequence[ir.Value], like: ir.Value) -> ir.Value:
+    def sequence_construct(
+        self, elements: Sequence[ir.Value], dtype: ir.DataType | None, like: ir.Value
+    ) -> ir.Value:
         out = self._add("SequenceConstruct", elements).outputs[0]
-        _copy_type(like, out)
+        _sequence_type(out, dtype, like)
         return out
 
     def sequence_empty(self, dtype: ir.DataType | None, like: ir.Value) -> ir.Value:
+        """An empty list of ``dtype`` (else of the type ``like`` declares; SequenceEmpty's
+        default, float, only when neither is known)."""
         attributes: dict[str, object] = {}
+        dtype = dtype or sequence_dtype(like)
         if dtype is not None:
             attributes["dtype"] = int(dtype)
         out = self._add("SequenceEmpty", [], attributes).outputs[0]
-        _copy_type(like, out)
+        _sequence_type(out, dtype or ir.DataType.FLOAT, like)
         return out
 
 
@@ -224,6 +230,16 @@ def concat_shape(inputs: Sequence[ir.Value], axis: int) -> ir.Shape | None:
         named = [d for d in column if isinstance(d, ir.SymbolicDim) and d.value is not None]
         dims.append(ints.pop() if ints else (named[0] if named else ir.SymbolicDim(None)))
     return ir.Shape(dims)
+
+
+def _sequence_type(out: ir.Value, dtype: ir.DataType | None, like: ir.Value) -> None:
+    """A written-back list's type: what ``like`` (the list it stands for) declares, unless
+    that contradicts the elements' type ``dtype``; then only that type, derived."""
+    declared = sequence_dtype(like)
+    if dtype is None or declared == dtype:
+        _copy_type(like, out)
+    else:
+        out.type = ir.SequenceType(ir.TensorType(dtype))
 
 
 def _copy_type(source: ir.Value, target: ir.Value) -> None:

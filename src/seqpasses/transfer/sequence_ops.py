@@ -22,7 +22,12 @@ import onnx_ir as ir
 
 from seqpasses.core.dims import INT64_MAX
 from seqpasses.core.graph import is_default
-from seqpasses.core.sequence import PositionError, StackedSequence, StaticSequence
+from seqpasses.core.sequence import (
+    PositionError,
+    StackedSequence,
+    StaticSequence,
+    sequence_dtype,
+)
 from seqpasses.core.shapes import ShapeOracle
 from seqpasses.transfer import stacked, unit_split
 from seqpasses.transfer.common import concat_new_axis, follows_ort, position
@@ -44,11 +49,25 @@ def _sequence_empty(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     return True
 
 
+def _element_dtype(
+    values: tuple[ir.Value, ...], scope: Scope, declared: ir.Value
+) -> ir.DataType | None:
+    """The element type of a list of ``values``: theirs (inferred when undeclared, a Constant's
+    say), else what the list ``declared`` says, so that the list keeps it once emptied."""
+    for value in values:
+        if value.dtype is None:
+            scope.shapes.shape(value)  # (infers the type too)
+        if value.dtype is not None:
+            return value.dtype
+    return sequence_dtype(declared)
+
+
 def _sequence_construct(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     elements = tuple(v for v in node.inputs if v is not None)
     if len(elements) != len(node.inputs) or not elements:
         return ctx.facts.leave(node, Reason("invalid", "SequenceConstruct with a missing input"))
-    ctx.facts.values[node.outputs[0]] = StaticSequence(elements, elements[0].dtype)
+    dtype = _element_dtype(elements[:1], scope, node.outputs[0])
+    ctx.facts.values[node.outputs[0]] = StaticSequence(elements, dtype)
     return True
 
 
@@ -62,6 +81,8 @@ def _sequence_insert(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     tensor = node.inputs[1]
     if tensor is None:
         return ctx.facts.leave(node, Reason("invalid", "SequenceInsert without a tensor"))
+    if seq.dtype is None and tensor.dtype is None:
+        scope.shapes.shape(tensor)  # its type, which the list takes (kept once it is emptied)
     try:
         ctx.facts.values[node.outputs[0]] = seq.insert(where, tensor)
     except PositionError as error:

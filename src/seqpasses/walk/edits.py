@@ -228,7 +228,7 @@ class Edits:
         if len(seq) == 0:
             value = emit.sequence_empty(seq.dtype, like)
         else:
-            value = emit.sequence_construct(seq.elements, like)
+            value = emit.sequence_construct(seq.elements, seq.dtype, like)
         self.facts.values[value] = seq
         producer = value.producer()
         if producer is not None:
