@@ -21,7 +21,7 @@ import numpy as np
 import onnx_ir as ir
 
 from seqpasses.core.dims import same_shape
-from seqpasses.core.graph import drop_subgraphs, rebuild, subgraph_path
+from seqpasses.core.graph import detach, drop_subgraphs, hold, rebuild, subgraph_path
 from seqpasses.core.sequence import StackedSequence, StaticSequence
 from seqpasses.transfer import stacked_map
 from seqpasses.transfer.rows import empty_rows
@@ -78,13 +78,19 @@ def inline_graph(
             # a body's declared shapes are guesses, often true of one iteration only (an
             # exporter's dim names would claim copies of different shapes are alike)
             out.shape = None
-    scope.graph.insert_before(anchor, [*constants, *nodes])
+    # what the copies return is read (by what the anchor's outputs feed) while they are
+    # walked: held, so that no rewrite takes a returned value for unread (a Loop must not
+    # drop the final list it is) and each replacement reaches it
+    held_by = hold(outputs)
+    scope.graph.insert_before(anchor, [*constants, *nodes, held_by])
     edits.created.update(constants)
     edits.created.update(nodes)
     for node in nodes:
         ctx.walk.visit(node, scope)
+    held = list(held_by.inputs)
+    detach([held_by])
     # the walk may have replaced an output (an inner If inlined, a Loop rebuilt)
-    return nodes, [edits.current(v) for v in outputs]
+    return nodes, [edits.current(v) for v in held if v is not None]
 
 
 def _outputs_can_move(
@@ -335,6 +341,10 @@ def _sequence_map(ctx: Context, node: ir.Node, scope: Scope) -> bool:
 
 def _optional(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     ctx.facts.optionals[node.outputs[0]] = node.inputs[0] if node.inputs else None
+    # the Optional stays where something other than its reads takes it (a graph output, a
+    # Loop): then it wraps the list in canonical form (the value it was given may come from
+    # a node a rewrite rebuilt, which must not stay alive)
+    ctx.edits.canonical_inputs(node, scope, speculative=True)
     return True
 
 
@@ -357,9 +367,9 @@ def _optional_get_element(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     known, content = _optional_value(ctx, source)
     if not known or content is None:
         return False
-    seq = ctx.facts.static(content)
-    if seq is not None:
-        ctx.facts.values[node.outputs[0]] = seq
+    held = ctx.facts.values.get(content)
+    if isinstance(held, StaticSequence | StackedSequence):
+        ctx.facts.values[node.outputs[0]] = held
     if (
         node.outputs[0].is_graph_output()
         and not isinstance(content.type, ir.TensorType)

@@ -152,9 +152,14 @@ class Edits:
             movable = (
                 new.graph is scope.graph and not new.is_graph_output() and not new.is_graph_input()
             )
+            held = self.facts.stacked(new)
             if seq is not None:
                 canonical = movable and self.is_canonical(new, seq)
                 target = new if canonical else self.materialize(seq, scope, None, old)
+            elif held is not None and not (movable and self.is_canonical(new, held)):
+                # a list held as one tensor (a rebuilt Loop's): written back, or the value
+                # would keep what was rebuilt alive
+                target = self.materialize_stacked(held, scope, None, old, output=True)
             else:
                 target = new if fresh else self.emitter(scope, None).identity(new)
             self._take_output_slot(scope, index, old, target)
@@ -312,26 +317,7 @@ class Edits:
     def fallback(self, node: ir.Node, scope: Scope) -> None:
         """An op that needs its sequence inputs as sequences: give it them in canonical form."""
         values = self.facts.values
-        for index, value in enumerate(() if self.dry else node.inputs):
-            if value is None or value not in values:
-                continue  # (most inputs: no abstract sequence value, nothing to write)
-            stacked = self.facts.stacked(value)
-            written = self._as_sequence(value, scope, node, value)
-            if written is None:
-                continue
-            node.replace_input_with(index, written)
-            if stacked is None:
-                detail = f"input {index} as SequenceConstruct"
-                self.applied("canonical-sequence-input", node, detail)
-            else:
-                maker = written.producer()
-                assert maker is not None
-                detail = f"input {index} as SplitToSequence of [n, *E]"
-                path = self.facts.paths.get(node, "")
-                rewrite = Rewrite(
-                    "stacked-as-sequence", node.name or "", node.op_type, path, detail
-                )
-                self.written_back(maker, rewrite)
+        self.canonical_inputs(node, scope)
         produced: Reason | None = None
         for out in node.outputs:
             if out not in values and isinstance(out.type, ir.SequenceType | ir.OptionalType):
@@ -343,6 +329,50 @@ class Edits:
             self.facts.reasons[node] = Reason(
                 "unknown-sequence", f"{node.op_type} is not statically resolvable here"
             )
+
+    def rebuilt(self, node: ir.Node, scope: Scope) -> None:
+        """``node`` (made by :func:`~seqpasses.core.graph.rebuild`) replaces a control-flow
+        node of ``scope``'s graph: its sequence inputs in canonical form."""
+        self.created.add(node)
+        self.facts.paths.setdefault(node, scope.path)
+        self.canonical_inputs(node, scope)
+
+    def canonical_inputs(self, node: ir.Node, scope: Scope, speculative: bool = False) -> None:
+        """Give ``node`` its sequence inputs as sequences, in canonical form: what a node left
+        as it is needs, and a control-flow node rebuilt in place of another (a list it passes
+        on as it is must not keep what the rewrite replaced alive). ``speculative``: ``node``
+        may well go (an Optional whose reads are rewritten): what is written counts only if
+        it stays."""
+        values = self.facts.values
+        for index, value in enumerate(() if self.dry else node.inputs):
+            if value is None or value not in values:
+                continue  # (most inputs: no abstract sequence value, nothing to write)
+            stacked = self.facts.stacked(value)
+            written = self._as_sequence(value, scope, node, value)
+            if written is None:
+                continue
+            node.replace_input_with(index, written)
+            if stacked is None and not speculative:
+                detail = f"input {index} as SequenceConstruct"
+                self.applied("canonical-sequence-input", node, detail)
+            elif stacked is None:
+                maker = written.producer()
+                assert maker is not None
+                detail = f"input {index} as SequenceConstruct"
+                path = self.facts.paths.get(node, "")
+                rewrite = Rewrite(
+                    "canonical-sequence-input", node.name or "", node.op_type, path, detail
+                )
+                self.written_back(maker, rewrite)
+            else:
+                maker = written.producer()
+                assert maker is not None
+                detail = f"input {index} as SplitToSequence of [n, *E]"
+                path = self.facts.paths.get(node, "")
+                rewrite = Rewrite(
+                    "stacked-as-sequence", node.name or "", node.op_type, path, detail
+                )
+                self.written_back(maker, rewrite)
 
     def canonicalize_outputs(self, scope: Scope) -> None:
         """A graph output that is a static sequence: one canonical SequenceConstruct."""

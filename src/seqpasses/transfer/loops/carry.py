@@ -27,6 +27,7 @@ from seqpasses.core.graph import (
     drop_subgraphs,
     graph_nodes,
     is_default,
+    is_hold,
     own_output,
     rebuild,
     subgraphs,
@@ -126,8 +127,11 @@ def _element(ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph, j: int) 
 
 def _uses_ok(node: ir.Node, lists: Mapping[int, object]) -> bool:
     """Whether everything that reads the final lists is an ONNX op or a graph output (an op
-    of another domain keeps its inputs as they are, so it would keep the old Loop)."""
-    return all(is_default(use.node) for j in lists for use in node.outputs[j].uses())
+    of another domain keeps its inputs as they are, so it would keep the old Loop; what
+    inlined copies return is held as a graph output would be)."""
+    return all(
+        is_default(use.node) or is_hold(use.node) for j in lists for use in node.outputs[j].uses()
+    )
 
 
 def _clear_guesses(ctx: Context, scope: Scope, node: ir.Node, copy: ir.Graph) -> None:
@@ -240,7 +244,7 @@ def _apply(
     for j, (rows, _, _) in lists.items():
         inputs[2 + j] = rows
     new = rebuild(node, inputs, {"body": copy}, len(node.outputs))
-    ctx.edits.created.add(new)
+    ctx.edits.rebuilt(new, scope)
     for k, old in enumerate(node.outputs):
         fresh = new.outputs[k]
         if k in lists:
