@@ -129,3 +129,24 @@ def test_shapes_command_table_and_json() -> None:
     data = json.loads(run_cli("shapes", SAMPLES / "unbind_stack.onnx", "--json").stdout)
     parts = next(v for v in data["values"] if v["name"] == "parts")
     assert parts["length"] == 4 and parts["element_shapes"] == [[3]] * 4
+
+
+def test_per_node_inference_tells_inputs_of_one_name_apart() -> None:
+    # During a walk, values of different graphs can share a name (onnx_ir names new values per
+    # graph: a Split output of the main graph and an axes Constant of a loop body both "val_1").
+    # The axes' value must not be taken for the data's: Unsqueeze([4,1], axes=[1]) is [4,1,1].
+    import numpy as np
+    import onnx_ir as ir
+
+    from seqpasses.core.shapes import ShapeOracle
+
+    data = ir.Value(name="val_1", type=ir.TensorType(ir.DataType.FLOAT), shape=ir.Shape([4, 1]))
+    axes = ir.node("Constant", [], {"value": ir.tensor(np.array([1], dtype=np.int64))})
+    axes.outputs[0].name = "val_1"
+    axes.outputs[0].type, axes.outputs[0].shape = ir.TensorType(ir.DataType.INT64), ir.Shape([1])
+    node = ir.node("Unsqueeze", [data, axes.outputs[0]])
+    node.outputs[0].name = "val_2"
+    oracle = ShapeOracle(15)
+    ((type_, shape),) = oracle.infer(node, [(v.type, v.shape) for v in node.inputs if v])
+    assert type_ == ir.TensorType(ir.DataType.FLOAT)
+    assert shape == ir.Shape([4, 1, 1])
