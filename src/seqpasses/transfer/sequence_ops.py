@@ -145,14 +145,21 @@ def _sequence_length(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     return ctx.edits.applied("sequence-length", node, f"length {len(seq)}")
 
 
-def _rank(values: tuple[ir.Value, ...], shapes: ShapeOracle) -> int | None:
+def _ranks(values: tuple[ir.Value, ...], shapes: ShapeOracle) -> set[int]:
+    """The ranks of ``values`` that are known."""
     ranks = set()
     for value in values:
         shape = shapes.shape(value)
-        if shape is None:
-            return None
-        ranks.add(len(shape))
-    return ranks.pop() if len(ranks) == 1 else None
+        if shape is not None:
+            ranks.add(len(shape))
+    return ranks
+
+
+def _rank(values: tuple[ir.Value, ...], shapes: ShapeOracle) -> int | None:
+    ranks = _ranks(values, shapes)
+    if len(ranks) != 1 or any(shapes.shape(v) is None for v in values):
+        return None
+    return ranks.pop()
 
 
 def _conflicting_dim(
@@ -194,6 +201,9 @@ def _concat_from_sequence(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     if axis_attr is None:
         return leave(node, Reason("invalid", "ConcatFromSequence without its required axis"))
     axis = axis_attr.as_int()
+    if len(_ranks(seq.elements, scope.shapes)) > 1:
+        reason = "elements differ in rank: ConcatFromSequence fails at run time; left as is"
+        return leave(node, Reason("run-time-failure", reason))
     rank = _rank(seq.elements, scope.shapes)
     if rank is not None:
         out_rank = rank + 1 if new_axis == 1 else rank
