@@ -211,7 +211,7 @@ def _if_static_sequences(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     count = len(branches[0].outputs)
     graphs = {"then_branch": branches[0], "else_branch": branches[1]}
     new = rebuild(node, [node.inputs[0]], graphs, count)
-    ctx.edits.created.add(new)
+    ctx.edits.rebuilt(new, scope)
     index = 0
     for k, old in enumerate(node.outputs):
         if k in converted:

@@ -16,7 +16,7 @@ import onnx_ir as ir
 
 from seqpasses.core.dims import contradicts, fill_shape, shape_text
 from seqpasses.core.emit import Emitter
-from seqpasses.core.graph import is_default, nested_nodes
+from seqpasses.core.graph import is_default, nested_nodes, subgraphs
 from seqpasses.core.ops import SEQUENCE_OPS
 from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
 from seqpasses.report import Report, Rewrite
@@ -332,9 +332,12 @@ class Edits:
 
     def rebuilt(self, node: ir.Node, scope: Scope) -> None:
         """``node`` (made by :func:`~seqpasses.core.graph.rebuild`) replaces a control-flow
-        node of ``scope``'s graph: its sequence inputs in canonical form."""
+        node of ``scope``'s graph: it owns the subgraphs it took over, and gets its sequence
+        inputs in canonical form."""
         self.created.add(node)
         self.facts.paths.setdefault(node, scope.path)
+        for attr, graph in subgraphs(node):
+            self.facts.owners[id(graph)] = (node, attr)
         self.canonical_inputs(node, scope)
 
     def canonical_inputs(self, node: ir.Node, scope: Scope, speculative: bool = False) -> None:
