@@ -111,8 +111,9 @@ class Emitter:
         key = (id(self.graph), f"{array.dtype}{array.shape}", tuple(map(int, array.ravel())))
         cached = self.owner.constants.get(key)
         if cached is None:
-            # at the end of the graph: made at its start instead, so that later uses share it
-            first = next(iter(self.graph), None) if self.anchor is None else self.anchor
+            # made at the start of the graph, so that every later use may share it: one made
+            # before the anchor would come after a node a rebuild puts before that anchor
+            first = next(iter(self.graph), None)
             maker = Emitter(self.graph, first, self.opset, self.owner)
             cached = maker.constant(array)
             if first is not None:
