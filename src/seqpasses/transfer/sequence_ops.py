@@ -45,7 +45,9 @@ def _out_of_range(error: PositionError) -> Reason:
 
 def _sequence_empty(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     dtype = node.attributes.get_int("dtype", int(ir.DataType.FLOAT))
-    ctx.facts.values[node.outputs[0]] = StaticSequence((), ir.DataType(dtype))
+    seq = StaticSequence((), ir.DataType(dtype))
+    ctx.facts.values[node.outputs[0]] = seq
+    ctx.edits.known_canonical(node.outputs[0], seq, scope)
     return True
 
 
@@ -67,7 +69,9 @@ def _sequence_construct(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     if len(elements) != len(node.inputs) or not elements:
         return ctx.facts.leave(node, Reason("invalid", "SequenceConstruct with a missing input"))
     dtype = _element_dtype(elements[:1], scope, node.outputs[0])
-    ctx.facts.values[node.outputs[0]] = StaticSequence(elements, dtype)
+    seq = StaticSequence(elements, dtype)
+    ctx.facts.values[node.outputs[0]] = seq
+    ctx.edits.known_canonical(node.outputs[0], seq, scope)
     return True
 
 

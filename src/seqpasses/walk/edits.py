@@ -226,10 +226,14 @@ class Edits:
             # an element was replaced after the list was built (a read rewritten later):
             # the list holds what replaced it, or the replaced node would stay alive
             seq = StaticSequence(tuple(self.current(e) for e in seq.elements), seq.dtype)
-        key = (id(scope.graph), seq.elements, seq.dtype)
-        if anchor is not None and key in self.materialized:
-            return self.materialized[key]
-        emit = self.emitter(scope, anchor)
+        cached = self.canonical_of(seq, scope.graph) if anchor is not None else None
+        if cached is not None:
+            return cached
+        graph, path = scope.graph, scope.path
+        if anchor is not None:  # (a graph output is written in its own graph)
+            graph, anchor = self._home(seq, scope.graph, anchor)
+            path = scope.path if graph is scope.graph else self.facts.paths.get(anchor, path)
+        emit = Emitter(graph, anchor, scope.opset, self)
         if len(seq) == 0:
             value = emit.sequence_empty(seq.dtype, like)
         else:
@@ -237,11 +241,53 @@ class Edits:
         self.facts.values[value] = seq
         producer = value.producer()
         if producer is not None:
-            self.facts.paths[producer] = scope.path
+            self.facts.paths[producer] = path
             self.canonical.add(producer)
         if anchor is not None:
-            self.materialized[key] = value
+            self.materialized[(id(graph), seq.elements, seq.dtype)] = value
         return value
+
+    def _home(
+        self, seq: StaticSequence, graph: ir.Graph | ir.Function, anchor: ir.Node
+    ) -> tuple[ir.Graph | ir.Function, ir.Node]:
+        """Where a list needed before ``anchor`` (in ``graph``) is written: in the innermost
+        graph, enclosing ``graph`` or ``graph`` itself, that holds one of its elements (the
+        outermost for an empty list), before the node whose subgraph ``graph`` sits in; so that
+        every body that needs the list reads that one."""
+        chain: list[tuple[ir.Graph | ir.Function, ir.Node]] = [(graph, anchor)]
+        while (owner := self.facts.owner(chain[-1][0])) is not None and owner[0].graph:
+            chain.append((owner[0].graph, owner[0]))
+        own = [inner.graph if isinstance(inner, ir.Function) else inner for inner, _ in chain]
+        homes = set()
+        for element in seq.elements:
+            where = element.graph
+            if where is None or not any(where is g for g in own):
+                return graph, anchor  # (an element the chain does not hold: leave it here)
+            homes.add(id(where))
+        for (inner, at), mine in zip(chain, own, strict=True):
+            if id(mine) in homes:
+                return inner, at
+        return chain[-1]
+
+    def known_canonical(self, value: ir.Value, seq: StaticSequence, scope: Scope) -> None:
+        """``value``, made by a SequenceConstruct/SequenceEmpty the model has, is ``seq`` in
+        canonical form: what needs that list as a sequence may read it."""
+        if not self.dry:
+            self.materialized.setdefault((id(scope.graph), seq.elements, seq.dtype), value)
+
+    def canonical_of(self, seq: StaticSequence, graph: ir.Graph | ir.Function) -> ir.Value | None:
+        """A canonical sequence of ``seq`` already in ``graph`` or a graph enclosing it (one the
+        model had, or one written for an earlier consumer): a body reads it from there, rather
+        than each place that needs the list making its own (more sequence ops than before)."""
+        inner: ir.Graph | ir.Function | None = graph
+        while inner is not None:
+            value = self.materialized.get((id(inner), seq.elements, seq.dtype))
+            producer = value.producer() if value is not None else None
+            if producer is not None and producer.graph is not None:
+                return value
+            owner = self.facts.owner(inner)
+            inner = owner[0].graph if owner is not None else None
+        return None
 
     def stack(self, seq: StaticSequence, scope: Scope, anchor: ir.Node | None) -> ir.Value:
         """A static list of elements of one shape as one tensor ``[n, *E]``: its elements
