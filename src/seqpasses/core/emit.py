@@ -55,6 +55,7 @@ class Emitter:
         self.anchor = anchor
         self.opset = opset
         self.owner = owner
+        self.base: str | None = None  # what new nodes are named after (default: the anchor)
 
     def _add(
         self,
@@ -63,7 +64,7 @@ class Emitter:
         attributes: dict[str, object] | list[ir.Attr] | None = None,
         num_outputs: int = 1,
     ) -> ir.Node:
-        base = (self.anchor.name or self.anchor.op_type) if self.anchor else "output"
+        base = self.base or ((self.anchor.name or self.anchor.op_type) if self.anchor else "output")
         name = self.owner.next_name(base, op_type)
         if isinstance(attributes, list):  # ready-made attributes: no conversion to pay for
             node = ir.Node(
@@ -115,6 +116,7 @@ class Emitter:
             # before the anchor would come after a node a rebuild puts before that anchor
             first = next(iter(self.graph), None)
             maker = Emitter(self.graph, first, self.opset, self.owner)
+            maker.base = (self.anchor.name or self.anchor.op_type) if self.anchor else "output"
             cached = maker.constant(array)
             if first is not None:
                 self.owner.constants[key] = cached
