@@ -22,7 +22,7 @@ import onnx_ir as ir
 
 from seqpasses.core.dims import same_shape
 from seqpasses.core.graph import detach, drop_subgraphs, hold, rebuild, subgraph_path
-from seqpasses.core.sequence import StackedSequence, StaticSequence
+from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
 from seqpasses.transfer import stacked_map
 from seqpasses.transfer.rows import empty_rows
 from seqpasses.transfer.stacked import stacked_of
@@ -275,7 +275,10 @@ def _if(ctx: Context, node: ir.Node, scope: Scope) -> bool:
 
 
 def _is_sequence(ctx: Context, value: ir.Value) -> bool:
-    return ctx.facts.static(value) is not None or isinstance(value.type, ir.SequenceType)
+    known = ctx.facts.values.get(value)
+    return isinstance(known, StaticSequence | StackedSequence | Unknown) or isinstance(
+        value.type, ir.SequenceType
+    )
 
 
 def _sequence_map(ctx: Context, node: ir.Node, scope: Scope) -> bool:
@@ -291,15 +294,21 @@ def _sequence_map(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     kinds = [i for i, v in enumerate(inputs) if v is not None and (i == 0 or _is_sequence(ctx, v))]
     for index, value in enumerate(inputs):
         assert value is not None
+        if index not in kinds and value.type is None:
+            scope.shapes.shape(value)  # (its type, when its producer tells it)
+        if index not in kinds and not isinstance(value.type, ir.TensorType):
+            # a sequence would be mapped element by element, a tensor passed whole: which
+            # one it is must be known before the body is bound to it
+            reason = f"input {index}: not known to be a tensor or a sequence"
+            return leave(node, Reason("unknown-shape", reason))
+    for index, value in enumerate(inputs):
+        assert value is not None
         if index in kinds:
             seq = ctx.facts.static(value)
             if seq is None:  # a list of run-time length: a Loop over it, if it is one tensor
                 why = stacked_map.map_stacked(ctx, node, scope, body, kinds)
                 return why is None or leave(node, why)
             sequences[index] = seq
-        elif value.type is None:
-            reason = f"input {index}: not known to be a tensor or a sequence"
-            return leave(node, Reason("unknown-shape", reason))
     lengths = {len(s) for s in sequences.values()}
     if len(lengths) != 1:
         reason = f"sequence inputs have different lengths {sorted(lengths)}: fails at run time"
