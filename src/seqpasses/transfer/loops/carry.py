@@ -45,13 +45,45 @@ Element = tuple[ir.Shape, ir.DataType]
 Carried = tuple[ir.Value, Element, int]  # the initial tensor, its element, its fewest rows
 
 
-def _inserted_element(ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph) -> Element | None:
-    """The shape every tensor the body inserts into a list provably has (one for all)."""
+def _versions(ctx: Context, start: ir.Value) -> set[ir.Value]:
+    """``start`` (a list a body carries) and the lists the body makes of it: through inserts,
+    erasures, Identity, Optional, and out of If branches that return them."""
+    seen = {start}
+    work = [start]
+    while work:
+        value = work.pop()
+        made = [
+            use.node.outputs[0]
+            for use in value.uses()
+            if is_default(use.node)
+            and (
+                (use.node.op_type in ("SequenceInsert", "SequenceErase") and use.idx == 0)
+                or use.node.op_type in ("Identity", "Optional", "OptionalGetElement")
+            )
+        ]
+        owner = ctx.facts.owner(value.graph) if value.is_graph_output() else None
+        if owner is not None and owner[0].op_type == "If" and value.graph is not None:
+            made += [owner[0].outputs[k] for k, o in enumerate(value.graph.outputs) if o is value]
+        for out in made:
+            if out not in seen:
+                seen.add(out)
+                work.append(out)
+    return seen
+
+
+def _inserted_element(
+    ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph, j: int, dtype: ir.DataType | None
+) -> Element | None:
+    """The shape every tensor the body inserts into carried list ``j`` provably has (one for
+    all), of the list's own element type ``dtype`` (when known)."""
     known, _ = induction(ctx, scope, node, body)
     found: Element | None = None
+    versions = _versions(ctx, body.inputs[2 + j])
     for inner in graph_nodes(body):
         if inner.op_type != "SequenceInsert" or not is_default(inner) or len(inner.inputs) < 2:
             continue
+        if inner.inputs[0] not in versions:
+            continue  # (an insert into another list)
         tensor = inner.inputs[1]
         if tensor is None:
             return None
@@ -64,6 +96,8 @@ def _inserted_element(ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph)
         if not stable(ctx, shape) or not isinstance(type_, ir.TensorType) or shape is None:
             return None
         if found is not None and (not same_shape(found[0], shape) or found[1] != type_.dtype):
+            return None
+        if dtype is not None and type_.dtype != dtype:
             return None
         found = (shape, type_.dtype)
     return found
@@ -110,7 +144,7 @@ def _element(ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph, j: int) 
     initial = node.inputs[2 + j]
     known = ctx.facts.values.get(initial) if initial is not None else None
     if isinstance(known, StaticSequence) and not known.elements:
-        inserted = _inserted_element(ctx, scope, node, body)
+        inserted = _inserted_element(ctx, scope, node, body, j, known.dtype)
         if inserted is None:
             return "it starts empty and what the body adds has no provable shape"
         rows = _empty(ctx, scope, node, inserted)
