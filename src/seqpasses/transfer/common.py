@@ -6,11 +6,12 @@ from collections.abc import Iterable
 
 import onnx_ir as ir
 
-from seqpasses.core.graph import label
+from seqpasses.core.graph import is_default, label
+from seqpasses.core.ops import ORT_SPLIT_TO_SEQUENCE_TYPES
 from seqpasses.walk.context import Context
 from seqpasses.walk.facts import Reason
 
-__all__ = ["concat_new_axis", "follows_ort", "position", "stable"]
+__all__ = ["concat_new_axis", "follows_ort", "position", "stable", "written_back_unloadable"]
 
 
 def position(ctx: Context, node: ir.Node, index: int) -> tuple[int | None, Reason | None]:
@@ -56,4 +57,23 @@ def stable(ctx: Context, shape: ir.Shape | None) -> bool:
             and d.value in ctx.facts.input_dims
         )
         for d in shape
+    )
+
+
+_TERMINAL = frozenset({"SequenceAt", "SequenceLength", "ConcatFromSequence"})
+
+
+def written_back_unloadable(value: ir.Value, dtype: ir.DataType | None) -> bool:
+    """Whether ``value``, a list about to be held as one tensor in place of the list a node
+    rebuilt in its place made, may have to be written back as a sequence (a graph output, or
+    read by anything but SequenceAt, SequenceLength and ConcatFromSequence), and of a type
+    ONNX Runtime's SplitToSequence has no kernel for: then it is not held so (its length is
+    known only at run time: no other write-back is faithful)."""
+    if dtype in ORT_SPLIT_TO_SEQUENCE_TYPES:
+        return False
+    if value.is_graph_output():
+        return True
+    return any(
+        not is_default(use.node) or use.node.op_type not in _TERMINAL or use.idx != 0
+        for use in value.uses()
     )

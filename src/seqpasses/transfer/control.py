@@ -24,6 +24,7 @@ from seqpasses.core.dims import same_shape
 from seqpasses.core.graph import detach, drop_subgraphs, hold, rebuild, subgraph_path
 from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
 from seqpasses.transfer import stacked_map
+from seqpasses.transfer.common import written_back_unloadable
 from seqpasses.transfer.rows import empty_rows
 from seqpasses.transfer.stacked import stacked_of
 from seqpasses.walk.budget import cost_of
@@ -164,6 +165,8 @@ def _stacked_pair(
     first, second = pairs
     if not same_shape(first.element, second.element) or first.dtype != second.dtype:
         return None
+    if written_back_unloadable(node.outputs[k], first.dtype):
+        return None  # (its If's output could only be written back by an unloadable split)
     return first, second
 
 
@@ -211,7 +214,7 @@ def _if_static_sequences(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     count = len(branches[0].outputs)
     graphs = {"then_branch": branches[0], "else_branch": branches[1]}
     new = rebuild(node, [node.inputs[0]], graphs, count)
-    ctx.edits.rebuilt(new, scope)
+    ctx.edits.rebuilt(new, node, scope)
     index = 0
     for k, old in enumerate(node.outputs):
         if k in converted:

@@ -17,7 +17,7 @@ import onnx_ir as ir
 from seqpasses.core.dims import contradicts, fill_shape, shape_text
 from seqpasses.core.emit import Emitter
 from seqpasses.core.graph import is_default, nested_nodes, subgraphs
-from seqpasses.core.ops import SEQUENCE_OPS
+from seqpasses.core.ops import ORT_SPLIT_TO_SEQUENCE_TYPES, SEQUENCE_OPS
 from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
 from seqpasses.report import Report, Rewrite
 from seqpasses.walk import trial
@@ -44,6 +44,10 @@ class Edits:
         self.registered: list[tuple[ir.Graph, str]] = []  # initializers moved in by inlining
         self.origin: dict[ir.Node, ir.Node] = {}  # a copy made by inlining -> what it copies
         self.forwarded: dict[ir.Value, ir.Value] = {}  # replaced value -> its replacement
+        self.retired: set[ir.Node] = set()  # control-flow nodes a rebuilt one replaced
+        # SplitToSequence write-backs of a type ONNX Runtime has no kernel for (a speculative
+        # rewrite that made one is undone; see ORT_SPLIT_TO_SEQUENCE_TYPES)
+        self.unloadable: list[ir.Node] = []
         # values whose shape departs from what the spec (and so an exporter's declared shapes
         # downstream) says: SplitToSequence chunks squeezed as ONNX Runtime and PyTorch do
         self.diverged: list[ir.Value] = []
@@ -159,7 +163,8 @@ class Edits:
             elif held is not None and not (movable and self.is_canonical(new, held)):
                 # a list held as one tensor (a rebuilt Loop's): written back, or the value
                 # would keep what was rebuilt alive
-                target = self.materialize_stacked(held, scope, None, old, output=True)
+                written = self.write_back(new, held, scope, None, old, output=True)
+                target = written or (new if fresh else self.emitter(scope, None).identity(new))
             else:
                 target = new if fresh else self.emitter(scope, None).identity(new)
             self._take_output_slot(scope, index, old, target)
@@ -305,6 +310,56 @@ class Edits:
         self.stacks[key] = value
         return value
 
+    def split_written(self, st: StackedSequence, output: bool) -> bool:
+        """Whether :meth:`materialize_stacked` writes ``st`` back as one ``SplitToSequence``
+        (else as its rows)."""
+        return not (
+            isinstance(st.length, int)
+            and st.length <= self.max_split
+            and not (st.checked and (output or not st.length))
+        )
+
+    def write_back(
+        self,
+        value: ir.Value,
+        st: StackedSequence,
+        scope: Scope,
+        anchor: ir.Node | None,
+        like: ir.Value,
+        output: bool = False,
+    ) -> ir.Value | None:
+        """``value``, held as ``st``, written back as a sequence (:meth:`materialize_stacked`);
+        None where that would take a ``SplitToSequence`` of a type ONNX Runtime has no kernel
+        for and ``value`` itself is still the list the model computes (its sequence ops, left
+        in place, compute it): then ``value`` is read as it is."""
+        if (
+            self.split_written(st, output)
+            and st.dtype not in ORT_SPLIT_TO_SEQUENCE_TYPES
+            and self.intact(value)
+        ):
+            return None
+        return self.materialize_stacked(st, scope, anchor, like, output)
+
+    def intact(self, value: ir.Value) -> bool:
+        """Whether the sequence ops that make ``value`` are all still in the graph: no list on
+        the way comes from a control-flow node a rebuilt one replaced."""
+        seen: set[ir.Value] = set()
+        work = [value]
+        while work:
+            current = work.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            node = current.producer()
+            if node is None:
+                if not current.is_graph_input() and current.const_value is None:
+                    return False  # (a body input a rewrite took out)
+                continue
+            if node.graph is None or node in self.retired:
+                return False
+            work.extend(v for v in node.inputs if v is not None and v in self.facts.values)
+        return True
+
     def materialize_stacked(
         self,
         st: StackedSequence,
@@ -318,11 +373,7 @@ class Edits:
         a second run would make of that split), but for a graph ``output`` whose tensor holds
         a run-time check (an If returning it must stay one tensor, whose length reads the
         rows) and for no rows at all (nothing would hold the check)."""
-        if (
-            isinstance(st.length, int)
-            and st.length <= self.max_split
-            and not (st.checked and (output or not st.length))
-        ):
+        if not self.split_written(st, output):
             return self.materialize(self.unstacked(st, scope, anchor), scope, anchor, like)
         emit = self.emitter(scope, anchor)
         value = emit.op("SplitToSequence", [st.tensor], axis=0, keepdims=0)
@@ -334,6 +385,8 @@ class Edits:
         if producer is not None:
             self.facts.paths[producer] = scope.path
             self.canonical.add(producer)
+            if st.dtype not in ORT_SPLIT_TO_SEQUENCE_TYPES:
+                self.unloadable.append(producer)
         return value
 
     def unstacked(
@@ -357,7 +410,7 @@ class Edits:
         if isinstance(known, StaticSequence) and not self.is_canonical(value, known):
             return self.materialize(known, scope, anchor, like)
         if isinstance(known, StackedSequence) and not self.is_canonical(value, known):
-            return self.materialize_stacked(known, scope, anchor, like)
+            return self.write_back(value, known, scope, anchor, like)
         return None
 
     def fallback(self, node: ir.Node, scope: Scope) -> None:
@@ -376,11 +429,12 @@ class Edits:
                 "unknown-sequence", f"{node.op_type} is not statically resolvable here"
             )
 
-    def rebuilt(self, node: ir.Node, scope: Scope) -> None:
-        """``node`` (made by :func:`~seqpasses.core.graph.rebuild`) replaces a control-flow
-        node of ``scope``'s graph: it owns the subgraphs it took over, and gets its sequence
-        inputs in canonical form."""
+    def rebuilt(self, node: ir.Node, old: ir.Node, scope: Scope) -> None:
+        """``node`` (made by :func:`~seqpasses.core.graph.rebuild`) replaces ``old``, a
+        control-flow node of ``scope``'s graph: it owns the subgraphs it took over, and gets
+        its sequence inputs in canonical form."""
         self.created.add(node)
+        self.retired.add(old)
         self.facts.paths.setdefault(node, scope.path)
         for attr, graph in subgraphs(node):
             self.facts.owners[id(graph)] = (node, attr)
@@ -430,7 +484,9 @@ class Edits:
         for index, out in enumerate(list(scope.graph.outputs)):
             stacked = self.facts.stacked(out)
             if stacked is not None and not self.is_canonical(out, stacked):
-                written = self.materialize_stacked(stacked, scope, None, out, output=True)
+                written = self.write_back(out, stacked, scope, None, out, output=True)
+                if written is None:
+                    continue  # (the list the model computes stays the output)
                 self._take_output_slot(scope, index, out, written)
                 maker = written.producer()
                 assert maker is not None

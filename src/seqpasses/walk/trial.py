@@ -147,6 +147,7 @@ def rollback(edits: Edits, mark: Checkpoint) -> None:
     del edits.diverged[mark.diverged :]
     edits.rewrote = mark.rewrote
     edits.canonical -= gone
+    edits.unloadable[:] = [node for node in edits.unloadable if node not in gone]
     for key in [k for k, v in edits.constants.items() if v.producer() in gone]:
         del edits.constants[key]
     for seq_key in [k for k, v in edits.materialized.items() if v.producer() in gone]:

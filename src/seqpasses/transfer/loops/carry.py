@@ -33,6 +33,7 @@ from seqpasses.core.graph import (
     subgraphs,
 )
 from seqpasses.core.sequence import Reason, StackedSequence, StaticSequence
+from seqpasses.transfer.common import written_back_unloadable
 from seqpasses.transfer.loops.induction import induction, stable
 from seqpasses.transfer.rows import empty_rows
 from seqpasses.transfer.stacked import stacked_of
@@ -208,6 +209,12 @@ def carry_stacked(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> 
         found = _element(ctx, scope, node, body, j)
         if isinstance(found, str):
             _why(ctx, node, found)
+        elif written_back_unloadable(node.outputs[j], found[1][1]):
+            text = (
+                f"a list of {found[1][1]} read as a list after the loop could only be written "
+                "back by a SplitToSequence ONNX Runtime has no kernel for"
+            )
+            _why(ctx, node, text)
         else:
             lists[j] = found
     if not lists or not _uses_ok(node, lists):
@@ -233,6 +240,7 @@ def carry_stacked(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> 
         copy.inputs[2 + j] = rows
         olds[j] = old
         ctx.facts.values[old] = StackedSequence(rows, ir.SymbolicDim(None), shape, dtype, least)
+    unloadable = len(ctx.edits.unloadable)
     ctx.walk.rewalk(copy, scope, node, "body")
     results: dict[int, StackedSequence] = {}
     for j, (_, (shape, dtype), _) in lists.items():
@@ -241,6 +249,13 @@ def carry_stacked(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> 
             results[j] = st
             copy.outputs[1 + j] = own_output(copy, st.tensor)
     _sweep(copy)
+    if len(ctx.edits.unloadable) > unloadable:  # a list in the body written back so
+        _why(ctx, node, "the body would write a list back by a SplitToSequence ONNX Runtime lacks")
+        for j, old in olds.items():
+            copy.inputs[2 + j] = old
+        ctx.edits.rollback(mark)
+        drop_nodes_of(copy)
+        return False
     if len(results) != len(lists) or any(old.uses() for old in olds.values()):
         # a sequence op on a list stayed (or the body returns it unlike): drop the copy
         stayed = [use.node for old in olds.values() for use in old.uses()]
@@ -278,7 +293,7 @@ def _apply(
     for j, (rows, _, _) in lists.items():
         inputs[2 + j] = rows
     new = rebuild(node, inputs, {"body": copy}, len(node.outputs))
-    ctx.edits.rebuilt(new, scope)
+    ctx.edits.rebuilt(new, node, scope)
     for k, old in enumerate(node.outputs):
         fresh = new.outputs[k]
         if k in lists:

@@ -128,7 +128,7 @@ def lift_reads(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> ir.
         new_inputs.append(initial.elements[-1])
     added = len(lasts)
     new = rebuild(node, new_inputs, {"body": body}, len(node.outputs) + added)
-    ctx.edits.rebuilt(new, scope)
+    ctx.edits.rebuilt(new, node, scope)
     kept = list(new.outputs[:carried]) + list(new.outputs[carried + added :])
     for old, fresh in zip(node.outputs, kept, strict=True):
         fresh.type, fresh.shape = old.type, old.shape
