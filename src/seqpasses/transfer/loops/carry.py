@@ -114,8 +114,8 @@ def _empty(ctx: Context, scope: Scope, node: ir.Node, element: Element) -> ir.Va
     shape, dtype = element
     emit = ctx.edits.emitter(scope, node)
     rows = empty_rows(emit, shape, dtype, None)
-    if rows is not None or not scope.path.startswith("main"):
-        return rows
+    if rows is not None or not scope.path.startswith("main") or dtype == ir.DataType.STRING:
+        return rows  # (ConstantOfShape makes no strings)
     parts: list[ir.Value] = [emit.int64s([0])]
     for dim in shape:
         if isinstance(dim, int):
