@@ -28,6 +28,11 @@ from seqpasses.walk.trial import Checkpoint, CreatedNodes
 __all__ = ["Edits"]
 
 
+def _proven(shape: ir.Shape) -> bool:
+    """Whether every dim of ``shape`` is a number or a name (none is unknown)."""
+    return all(isinstance(d, int) or (isinstance(d, ir.SymbolicDim) and d.value) for d in shape)
+
+
 class Edits:
     """Graph changes and their records. ``dry``: record what would change, change nothing."""
 
@@ -45,6 +50,8 @@ class Edits:
         self.origin: dict[ir.Node, ir.Node] = {}  # a copy made by inlining -> what it copies
         self.forwarded: dict[ir.Value, ir.Value] = {}  # replaced value -> its replacement
         self.retired: set[ir.Node] = set()  # control-flow nodes a rebuilt one replaced
+        # a declaration was kept that no rewrite proved (see passes/repair_shapes.py)
+        self.unverified = False
         # SplitToSequence write-backs of a type ONNX Runtime has no kernel for (a speculative
         # rewrite that made one is undone; see ORT_SPLIT_TO_SEQUENCE_TYPES)
         self.unloadable: list[ir.Node] = []
@@ -186,6 +193,8 @@ class Edits:
         new.name = name
         if old.type is not None:
             new.type = old.type
+        if old.shape is not None and (new.shape is None or not _proven(new.shape)):
+            self.unverified = True  # (the declared dims that fill the unknown ones are a guess)
         if contradicts(old.shape, new.shape):
             # The exporter declared a shape the output never has (seen in TorchScript
             # exports); keeping it would make the rewritten graph fail ONNX's checker.
@@ -455,6 +464,8 @@ class Edits:
             if written is None:
                 continue
             node.replace_input_with(index, written)
+            if subgraphs(node):  # a body's declared inputs may be guesses the list belies
+                self.unverified = True
             if stacked is None and not speculative:
                 detail = f"input {index} as SequenceConstruct"
                 self.applied("canonical-sequence-input", node, detail)
