@@ -165,7 +165,7 @@ def _stacked_pair(
     first, second = pairs
     if not same_shape(first.element, second.element) or first.dtype != second.dtype:
         return None
-    if written_back_unloadable(node.outputs[k], first.dtype):
+    if written_back_unloadable(node.outputs[k], first.dtype, first.element):
         return None  # (its If's output could only be written back by an unloadable split)
     return first, second
 

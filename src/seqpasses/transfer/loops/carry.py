@@ -209,7 +209,7 @@ def carry_stacked(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> 
         found = _element(ctx, scope, node, body, j)
         if isinstance(found, str):
             _why(ctx, node, found)
-        elif written_back_unloadable(node.outputs[j], found[1][1]):
+        elif written_back_unloadable(node.outputs[j], found[1][1], found[1][0]):
             text = (
                 f"a list of {found[1][1]} read as a list after the loop could only be written "
                 "back by a SplitToSequence ONNX Runtime has no kernel for"
