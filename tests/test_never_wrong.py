@@ -209,6 +209,23 @@ g (bool b, {t}[2] x, {t}[2] z) => (seq({t}[2]) y) {{
 }}"""
 
 
+def _inlined_branches(t: str) -> str:
+    # the same If, in the branch of an If(false) that is inlined: what the copies return
+    return f"""<ir_version: 8, opset_import: ["" : 18]>
+g (bool b, {t}[2] x, {t}[2] z) => (seq({t}[2]) y) {{
+  k = Constant<value = bool {{0}}>()
+  y = If(k) <then_branch = th () => (seq({t}[2]) s0) {{
+      s0 = SequenceConstruct(x)
+    }}, else_branch = el () => (seq({t}[2]) s3) {{
+      s3 = If(b) <then_branch = th2 () => (seq({t}[2]) s1) {{
+          s1 = SequenceConstruct(x, z, x)
+        }}, else_branch = el2 () => (seq({t}[2]) s2) {{
+          s2 = SequenceConstruct(z)
+        }}>
+    }}>
+}}"""
+
+
 def _insert_at(t: str) -> str:
     # a run-time position (checked at run time) into a list that is a graph output
     return f"""<ir_version: 8, opset_import: ["" : 18]>
@@ -226,13 +243,23 @@ _INPUTS: dict[str, Callable[[np.dtype], dict[str, np.ndarray]]] = {
         "x": np.array([1, 2], dtype=d),
         "z": np.array([3, 4], dtype=d),
     },
+    "inlined_branches": lambda d: {
+        "b": np.array(True),
+        "x": np.array([1, 2], dtype=d),
+        "z": np.array([3, 4], dtype=d),
+    },
     "insert_at": lambda d: {
         "x": np.array([1, 2], dtype=d),
         "z": np.array([3, 4], dtype=d),
         "p": np.array(1),
     },
 }
-_MODELS = {"carried": _carried, "branches": _branches, "insert_at": _insert_at}
+_MODELS = {
+    "carried": _carried,
+    "branches": _branches,
+    "inlined_branches": _inlined_branches,
+    "insert_at": _insert_at,
+}
 
 
 @pytest.mark.parametrize("kind", sorted(_MODELS))

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 import onnx_ir as ir
 
 from seqpasses.core.dims import same_shape
-from seqpasses.core.graph import is_default, label
+from seqpasses.core.graph import is_default, is_hold, label
 from seqpasses.core.ops import ORT_SPLIT_TO_SEQUENCE_TYPES
 from seqpasses.walk.context import Context
 from seqpasses.walk.facts import Reason
@@ -81,6 +81,8 @@ def written_back_unloadable(value: ir.Value, dtype: ir.DataType | None, element:
             return True
         for use in current.uses():
             node = use.node
+            if is_hold(node):
+                return True  # (what inlined copies return: a graph output in all but name)
             if _dead(node, dead, 0):
                 continue  # (what nothing reads needs nothing written back)
             if not is_default(node) or use.idx != 0:
