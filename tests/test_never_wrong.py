@@ -226,6 +226,21 @@ g (bool b, {t}[2] x, {t}[2] z) => (seq({t}[2]) y) {{
 }}"""
 
 
+def _unrolled(t: str) -> str:
+    # a loop of two iterations inserting at a run-time position: unrolled, for types
+    # SplitToSequence takes (each copy's insert would stay for the others)
+    return f"""<ir_version: 8, opset_import: ["" : 18]>
+g ({t}[2] x, int64 p) => (seq({t}[2]) y) {{
+  s = SequenceConstruct(x)
+  n = Constant<value = int64 {{2}}>()
+  c = Constant<value = bool {{1}}>()
+  y = Loop(n, c, s) <body = b (int64 i, bool go, seq({t}[2]) l) => (bool go2, seq({t}[2]) l2) {{
+    go2 = Identity(go)
+    l2 = SequenceInsert(l, x, p)
+  }}>
+}}"""
+
+
 def _insert_at(t: str) -> str:
     # a run-time position (checked at run time) into a list that is a graph output
     return f"""<ir_version: 8, opset_import: ["" : 18]>
@@ -248,6 +263,7 @@ _INPUTS: dict[str, Callable[[np.dtype], dict[str, np.ndarray]]] = {
         "x": np.array([1, 2], dtype=d),
         "z": np.array([3, 4], dtype=d),
     },
+    "unrolled": lambda d: {"x": np.array([1, 2], dtype=d), "p": np.array(1)},
     "insert_at": lambda d: {
         "x": np.array([1, 2], dtype=d),
         "z": np.array([3, 4], dtype=d),
@@ -259,6 +275,7 @@ _MODELS = {
     "branches": _branches,
     "inlined_branches": _inlined_branches,
     "insert_at": _insert_at,
+    "unrolled": _unrolled,
 }
 
 
