@@ -119,6 +119,7 @@ def lift_reads(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> ir.
         for reader in last_reads:
             ctx.edits.replace(reader.outputs[0], last_in, body_scope)
             detach([reader])
+        tensor = ctx.edits.current(tensor)  # (l.append(l[-1]) appends what it just lifted)
         if tensor.graph is not body or tensor.is_graph_input():
             ident = ir.node("Identity", [tensor])
             body.insert_before(appended[0], ident)
