@@ -171,3 +171,24 @@ def test_loop_outputs_get_the_shapes_induction_proves() -> None:
 def test_models_onnx_ir_cannot_hold_get_onnx_s_facts_not_a_crash() -> None:
     facts = seqpasses.shape_facts(SAMPLES / "wild" / "sklearn_logreg.onnx")
     assert facts.outputs and any(f.kind == "tensor" and f.shape for f in facts.values)
+
+
+def test_per_node_inference_tells_inputs_of_one_name_apart() -> None:
+    # During a walk, values of different graphs can share a name (onnx_ir names new values per
+    # graph: a Split output of the main graph and an axes Constant of a loop body both "val_1").
+    # The axes' value must not be taken for the data's: Unsqueeze([4,1], axes=[1]) is [4,1,1].
+    import numpy as np
+    import onnx_ir as ir
+
+    from seqpasses.core.shapes import ShapeOracle
+
+    data = ir.Value(name="val_1", type=ir.TensorType(ir.DataType.FLOAT), shape=ir.Shape([4, 1]))
+    axes = ir.node("Constant", [], {"value": ir.tensor(np.array([1], dtype=np.int64))})
+    axes.outputs[0].name = "val_1"
+    axes.outputs[0].type, axes.outputs[0].shape = ir.TensorType(ir.DataType.INT64), ir.Shape([1])
+    node = ir.node("Unsqueeze", [data, axes.outputs[0]])
+    node.outputs[0].name = "val_2"
+    oracle = ShapeOracle(15)
+    ((type_, shape),) = oracle.infer(node, [(v.type, v.shape) for v in node.inputs if v])
+    assert type_ == ir.TensorType(ir.DataType.FLOAT)
+    assert shape == ir.Shape([4, 1, 1])

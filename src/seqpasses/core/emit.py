@@ -16,6 +16,7 @@ import numpy as np
 import onnx_ir as ir
 
 from seqpasses.core.dims import Dim, add_dims, dim_of
+from seqpasses.core.sequence import sequence_dtype
 
 __all__ = ["Emitter"]
 
@@ -54,6 +55,7 @@ class Emitter:
         self.anchor = anchor
         self.opset = opset
         self.owner = owner
+        self.base: str | None = None  # what new nodes are named after (default: the anchor)
 
     def _add(
         self,
@@ -62,7 +64,7 @@ class Emitter:
         attributes: dict[str, object] | list[ir.Attr] | None = None,
         num_outputs: int = 1,
     ) -> ir.Node:
-        base = (self.anchor.name or self.anchor.op_type) if self.anchor else "output"
+        base = self.base or ((self.anchor.name or self.anchor.op_type) if self.anchor else "output")
         name = self.owner.next_name(base, op_type)
         if isinstance(attributes, list):  # ready-made attributes: no conversion to pay for
             node = ir.Node(
@@ -110,9 +112,11 @@ class Emitter:
         key = (id(self.graph), f"{array.dtype}{array.shape}", tuple(map(int, array.ravel())))
         cached = self.owner.constants.get(key)
         if cached is None:
-            # at the end of the graph: made at its start instead, so that later uses share it
-            first = next(iter(self.graph), None) if self.anchor is None else self.anchor
+            # made at the start of the graph, so that every later use may share it: one made
+            # before the anchor would come after a node a rebuild puts before that anchor
+            first = next(iter(self.graph), None)
             maker = Emitter(self.graph, first, self.opset, self.owner)
+            maker.base = (self.anchor.name or self.anchor.op_type) if self.anchor else "output"
             cached = maker.constant(array)
             if first is not None:
                 self.owner.constants[key] = cached
@@ -180,7 +184,12 @@ class Emitter:
 
     def split_by(self, x: ir.Value, axis: int, sizes: ir.Value, count: int) -> list[ir.Value]:
         """``Split`` into ``count`` chunks whose sizes are the run-time 1-D tensor ``sizes``
-        (opset 13 and later: the sizes are an input)."""
+        (opset 13 and later: the sizes are an input, int64 only: SplitToSequence's int32
+        sizes are cast)."""
+        if sizes.dtype != ir.DataType.INT64:
+            cast = self._add("Cast", [sizes], {"to": int(ir.DataType.INT64)}).outputs[0]
+            cast.type, cast.shape = ir.TensorType(ir.DataType.INT64), sizes.shape
+            sizes = cast
         node = self._add("Split", [x, sizes], {"axis": axis}, count)
         dims = _shape_dims(x)
         for out in node.outputs:
@@ -189,17 +198,22 @@ class Emitter:
                 out.shape = ir.Shape([*dims[:axis], ir.SymbolicDim(None), *dims[axis + 1 :]])
         return list(node.outputs)
 
-    def sequence_construct(self, elements: Sequence[ir.Value], like: ir.Value) -> ir.Value:
+    def sequence_construct(
+        self, elements: Sequence[ir.Value], dtype: ir.DataType | None, like: ir.Value
+    ) -> ir.Value:
         out = self._add("SequenceConstruct", elements).outputs[0]
-        _copy_type(like, out)
+        _sequence_type(out, dtype, like)
         return out
 
     def sequence_empty(self, dtype: ir.DataType | None, like: ir.Value) -> ir.Value:
+        """An empty list of ``dtype`` (else of the type ``like`` declares; SequenceEmpty's
+        default, float, only when neither is known)."""
         attributes: dict[str, object] = {}
+        dtype = dtype or sequence_dtype(like)
         if dtype is not None:
             attributes["dtype"] = int(dtype)
         out = self._add("SequenceEmpty", [], attributes).outputs[0]
-        _copy_type(like, out)
+        _sequence_type(out, dtype or ir.DataType.FLOAT, like)
         return out
 
 
@@ -224,6 +238,16 @@ def concat_shape(inputs: Sequence[ir.Value], axis: int) -> ir.Shape | None:
         named = [d for d in column if isinstance(d, ir.SymbolicDim) and d.value is not None]
         dims.append(ints.pop() if ints else (named[0] if named else ir.SymbolicDim(None)))
     return ir.Shape(dims)
+
+
+def _sequence_type(out: ir.Value, dtype: ir.DataType | None, like: ir.Value) -> None:
+    """A written-back list's type: what ``like`` (the list it stands for) declares, unless
+    that contradicts the elements' type ``dtype``; then only that type, derived."""
+    declared = sequence_dtype(like)
+    if dtype is None or declared == dtype:
+        _copy_type(like, out)
+    else:
+        out.type = ir.SequenceType(ir.TensorType(dtype))
 
 
 def _copy_type(source: ir.Value, target: ir.Value) -> None:

@@ -27,7 +27,9 @@ __all__ = [
     "graph_nodes",
     "graph_paths",
     "graphs",
+    "hold",
     "is_default",
+    "is_hold",
     "label",
     "nested_graphs",
     "nested_nodes",
@@ -45,6 +47,20 @@ DEFAULT_DOMAINS = ("", "ai.onnx")
 def is_default(node: ir.Node) -> bool:
     """Whether ``node`` is an op of the ONNX domain."""
     return node.domain in DEFAULT_DOMAINS
+
+
+HOLD_DOMAIN = "seqpasses.hold"
+
+
+def hold(values: Sequence[ir.Value]) -> ir.Node:
+    """A node of no ONNX op that reads ``values``: what inlined copies return, held while the
+    copies are walked (it stands for the outputs they replace; see :func:`is_hold`)."""
+    return ir.Node(HOLD_DOMAIN, "Hold", list(values), num_outputs=0)
+
+
+def is_hold(node: ir.Node) -> bool:
+    """Whether ``node`` is a :func:`hold`: a read that is a graph output in all but name."""
+    return node.domain == HOLD_DOMAIN
 
 
 def onnx_opset(imports: Mapping[str, int], default: int | None = None) -> int | None:
@@ -236,8 +252,9 @@ def rebuild(
 ) -> ir.Node:
     """A node of ``node``'s op with new ``inputs``, graph attributes ``graphs`` and
     ``num_outputs``, inserted before ``node`` (which loses those graphs: they now belong to
-    the new node). The caller moves the outputs over."""
-    attributes = [ir.Attr(name, ir.AttributeType.GRAPH, graph) for name, graph in graphs.items()]
+    the new node). Every other attribute is kept. The caller moves the outputs over."""
+    attributes = [a for name, a in node.attributes.items() if name not in graphs]
+    attributes += [ir.Attr(name, ir.AttributeType.GRAPH, graph) for name, graph in graphs.items()]
     new = ir.Node(
         node.domain,
         node.op_type,

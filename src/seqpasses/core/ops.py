@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["OPTIONAL_OPS", "SEQUENCE_OPS"]
+import onnx_ir as ir
+
+__all__ = ["OPTIONAL_OPS", "ORT_SPLIT_TO_SEQUENCE_TYPES", "SEQUENCE_OPS"]
 
 SEQUENCE_OPS = frozenset(
     {
@@ -21,3 +23,18 @@ SEQUENCE_OPS = frozenset(
 
 OPTIONAL_OPS = frozenset({"Optional", "OptionalGetElement", "OptionalHasElement"})
 """Optional ops: back ends that reject sequences mostly reject these too."""
+
+ORT_SPLIT_TO_SEQUENCE_TYPES = frozenset(
+    {
+        ir.DataType.FLOAT,
+        ir.DataType.DOUBLE,
+        ir.DataType.INT32,
+        ir.DataType.STRING,
+        ir.DataType.INT64,  # onnxruntime#5367 (1.6)
+        ir.DataType.FLOAT16,  # onnxruntime#18594 (1.17)
+    }
+)
+"""The element types ONNX Runtime's CPU ``SplitToSequence`` kernel is registered for in every
+release seqpasses accepts (onnxruntime 1.17 and later; bool came in 1.23, onnxruntime#24929): a
+list of another type held as one tensor is never written back with it, so that ONNX Runtime
+can load the result."""

@@ -24,6 +24,7 @@ __all__ = [
     "Unknown",
     "normalize_at_position",
     "normalize_insert_position",
+    "sequence_dtype",
 ]
 
 
@@ -53,6 +54,14 @@ def normalize_at_position(position: int | None, length: int) -> int:
             f"position {position} is outside [-{length}, {length - 1}] for a sequence of length {length}"
         )
     return position + length if position < 0 else position
+
+
+def sequence_dtype(value: ir.Value | None) -> ir.DataType | None:
+    """The element type ``value`` declares when it is typed as a sequence of tensors."""
+    type_ = value.type if value is not None else None
+    if isinstance(type_, ir.SequenceType) and isinstance(type_.elem_type, ir.TensorType):
+        return type_.elem_type.dtype
+    return None
 
 
 class StaticSequence:

@@ -16,7 +16,7 @@ import onnx
 import onnx_ir as ir
 
 from seqpasses.core.constants import MAX_ELEMENTS, constant_array
-from seqpasses.core.graph import is_default
+from seqpasses.core.graph import GRAPH_HOLDERS, is_default
 
 __all__ = ["ShapeOracle", "TypeAndShape"]
 
@@ -121,8 +121,8 @@ class ShapeOracle:
         Unknown outputs are ``(None, None)``; nothing is stored on the values.
         """
         unknown: list[TypeAndShape] = [(None, None)] * len(node.outputs)
-        if not is_default(node) or node.op_type in ("Loop", "If", "Scan"):
-            return unknown
+        if not is_default(node) or node.op_type in GRAPH_HOLDERS:
+            return unknown  # (a node's own inference does not see into its subgraphs)
         first = inputs[0] if inputs else None
         if (
             node.op_type in _SAME_AS_INPUT
@@ -153,18 +153,25 @@ class ShapeOracle:
         try:
             schema = onnx.defs.get_schema(node.op_type, self.opset, "")
             proto = ir.serde.serialize_node(node)
+            # the node's own names are not unique while a walk runs (onnx_ir names new values
+            # per graph: a Split's output and an axes Constant of a body can both be "val_1"),
+            # so inputs and outputs are named by position for the inference
             types = {}
             data: dict[str, onnx.TensorProto] = {}
-            for v, given in zip(node.inputs, inputs, strict=True):
+            for k, (v, given) in enumerate(zip(node.inputs, inputs, strict=True)):
                 if v is None or not v.name or given is None:
                     continue
-                probe = ir.Value(name=v.name, type=given[0], shape=given[1])
-                types[v.name] = ir.serde.serialize_value(probe).type
+                name = proto.input[k] = f"input_{k}"
+                probe = ir.Value(name=name, type=given[0], shape=given[1])
+                types[name] = ir.serde.serialize_value(probe).type
                 if v.is_graph_input():
                     continue
                 array = self.constant(v) if self.constant is not None else constant_array(v)
                 if array is not None and array.size <= MAX_ELEMENTS:
-                    data[v.name] = onnx.numpy_helper.from_array(array, v.name)
+                    data[name] = onnx.numpy_helper.from_array(array, name)
+            for k in range(len(proto.output)):
+                if proto.output[k]:
+                    proto.output[k] = f"output_{k}"
             opsets = [onnx.helper.make_opsetid("", self.opset)]
             inferred = onnx.shape_inference.infer_node_outputs(
                 schema, proto, types, data, opset_imports=opsets
@@ -172,8 +179,8 @@ class ShapeOracle:
         except Exception:
             return unknown
         result: list[TypeAndShape] = []
-        for out in node.outputs:
-            type_proto = inferred.get(out.name or "")
+        for k, out in enumerate(node.outputs):
+            type_proto = inferred.get(f"output_{k}") if out.name else None
             if type_proto is None:
                 result.append((None, None))
                 continue

@@ -70,14 +70,17 @@ def remove_dead_nodes(
 
 
 def _tidy(node: ir.Node, graph_outputs: frozenset[ir.Value], opset: int | None) -> None:
-    """Drop ``node``'s trailing empty inputs, and unname its optional outputs nobody reads
-    (dropping the trailing ones), as onnx_ir's pass does."""
+    """Drop ``node``'s trailing empty inputs (down to the fewest its op takes: a Loop keeps an
+    empty condition slot), and unname its optional outputs nobody reads (dropping the trailing
+    ones), as onnx_ir's pass does."""
     inputs = node.inputs
     if inputs and inputs[-1] is None:
         keep = len(inputs)
-        while keep and inputs[keep - 1] is None:
+        least = _min_inputs(node.op_type, opset) if is_default(node) else 0
+        while keep > least and inputs[keep - 1] is None:
             keep -= 1
-        node.resize_inputs(keep)
+        if keep != len(inputs):
+            node.resize_inputs(keep)
     optional = _optional_outputs(node.op_type, opset) if is_default(node) else None
     if not optional:
         return
@@ -90,6 +93,17 @@ def _tidy(node: ir.Node, graph_outputs: frozenset[ir.Value], opset: int | None) 
         keep -= 1
     if keep != len(outputs):
         node.resize_outputs(keep)
+
+
+@functools.cache
+def _min_inputs(op_type: str, opset: int | None) -> int:
+    """How many inputs an ONNX op takes at least (empty ones count: ``Loop(M, "")``)."""
+    if opset is None:
+        return 0
+    try:
+        return int(onnx.defs.get_schema(op_type, opset, "").min_input)
+    except Exception:  # (no schema for this op at this opset)
+        return 0
 
 
 @functools.cache

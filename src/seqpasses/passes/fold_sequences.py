@@ -11,7 +11,7 @@ from seqpasses.options import FoldOptions
 from seqpasses.passes.dead_code import RemoveDeadNodesPass
 from seqpasses.passes.inline_functions import fold_with_functions_inlined, sequence_functions
 from seqpasses.passes.record_left import RecordLeftPass
-from seqpasses.passes.repair_shapes import RepairShapesPass
+from seqpasses.passes.repair_shapes import RepairShapesPass, repair_declarations
 from seqpasses.passes.walk import WalkPass, main_opset
 from seqpasses.report import Report
 
@@ -74,6 +74,8 @@ class FoldSequencesPass(ir.passes.InPlacePass):
             # onnx_ir names new values per graph ("val_0"), which can repeat a name of an
             # enclosing graph; ONNX wants names unique across nested scopes.
             unique_value_names(model)
+        if walk.walker.edits.unverified or walk.walker.edits.diverged:
+            repair_declarations(model, walk.walker.edits.note)
         RecordLeftPass(walk.walker, report)(model)
         # (nodes seqpasses made and dropped again in this run are no change)
         return walk.walker.edits.rewrote or any(node not in created for node in dead.removed)

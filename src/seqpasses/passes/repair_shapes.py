@@ -7,18 +7,28 @@ declared shape it contradicts (an exporter's guess) reaches ops declared for the
 value that depends on such a diverged one is inferred again; a declared shape the result
 contradicts gets the computed one, and the report's notes say so. Through a Loop body's or If
 branch's outputs the repair reaches the node's own outputs.
+
+Where a rewrite kept a shape it could not prove (a graph output declared as it was, over a
+value whose shape seqpasses does not know) or made a list more precisely typed than the value
+it replaced (a list written back for a Loop or SequenceMap whose body declared a guess),
+:func:`repair_declarations` runs ONNX's own inference, and drops each declared shape it finds
+contradicting what the graph computes.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+
+import onnx
 import onnx_ir as ir
 
 from seqpasses.core.dims import contradicts, merge_shapes, shape_text
-from seqpasses.core.graph import is_default
+from seqpasses.core.graph import all_nodes, is_default, subgraphs
 from seqpasses.core.shapes import ShapeOracle
 from seqpasses.walk.walker import Walker
 
-__all__ = ["RepairShapesPass"]
+__all__ = ["RepairShapesPass", "repair_declarations"]
 
 
 class RepairShapesPass(ir.passes.InPlacePass):
@@ -125,3 +135,97 @@ class RepairShapesPass(ir.passes.InPlacePass):
             shapes = [initial.shape if initial is not None else None, value.shape]
             return node.outputs[k - 1], merge_shapes(shapes)
         return None, None
+
+
+_CONFLICT = re.compile(
+    r"\(op_type:[^,()]*, node name: ([^()]*)\): \[ShapeInferenceError\] Inferred shape and "
+    r"existing shape differ"
+)
+_ROUNDS = 16
+
+
+def repair_declarations(model: ir.Model, note: Callable[[str], None]) -> bool:
+    """Declared shapes that contradict what ONNX's own inference computes for the graph as
+    it now is, replaced (see the module docstring); whether any were. ONNX's strict inference
+    names each node whose inferred output shape contradicts the declared one; that node's
+    outputs (and, for a Loop or an If, its subgraphs' outputs, which its outputs follow) have
+    their declared shapes set aside and get what ONNX infers without them (none where it
+    infers none), until the inference finds no contradiction (or names no node it can find:
+    nothing else is touched)."""
+    unnamed = [node for node in all_nodes(model) if not node.name]
+    for k, node in enumerate(unnamed):  # (ONNX names a node it finds fault with by its name)
+        node.name = f"seqpasses_unnamed_{k}"
+    try:
+        return _repair_declarations(model, note)
+    finally:
+        for node in unnamed:
+            node.name = None
+
+
+def _repair_declarations(model: ir.Model, note: Callable[[str], None]) -> bool:
+    changed = False
+    for _ in range(_ROUNDS):
+        try:
+            proto = ir.serde.serialize_model(model)
+            onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True)
+            return changed
+        except onnx.shape_inference.InferenceError as error:
+            names = set(_CONFLICT.findall(str(error)))
+        except Exception:
+            return changed
+        dropped: list[tuple[ir.Value, ir.Shape]] = []
+        for node in all_nodes(model):
+            if node.name not in names:
+                continue
+            for value in [*node.outputs, *(o for _, g in subgraphs(node) for o in g.outputs)]:
+                if value.shape is not None:
+                    dropped.append((value, value.shape))
+                    value.shape = None
+        if not dropped:
+            return changed
+        inferred = _inferred_shapes(model)
+        for value, declared in dropped:
+            value.shape = inferred.get(value)
+            if value.shape is None or contradicts(declared, value.shape):
+                note(
+                    f"'{value.name}': declared shape {shape_text(declared)} contradicts what "
+                    f"the rewritten graph computes; {shape_text(value.shape)} is declared"
+                )
+        changed = True
+    return changed
+
+
+def _inferred_shapes(model: ir.Model) -> dict[ir.Value, ir.Shape]:
+    """What ONNX's (lenient) inference gives the values of the main graph and its subgraphs
+    (the graphs of the model and of its serialized copy walked side by side)."""
+    found: dict[ir.Value, ir.Shape] = {}
+    try:
+        proto = ir.serde.serialize_model(model)
+        inferred = onnx.shape_inference.infer_shapes(proto, check_type=False, strict_mode=False)
+    except Exception:
+        return found
+    _collect(model.graph, inferred.graph, found)
+    return found
+
+
+def _collect(graph: ir.Graph, proto: onnx.GraphProto, found: dict[ir.Value, ir.Shape]) -> None:
+    types = {v.name: v.type for v in (*proto.input, *proto.value_info, *proto.output)}
+    values = [*graph.inputs, *(out for node in graph for out in node.outputs), *graph.outputs]
+    for value in values:
+        type_proto = types.get(value.name or "")
+        shape = ir.serde.deserialize_type_proto_for_shape(type_proto) if type_proto else None
+        if shape is not None:
+            found[value] = shape
+    if len(proto.node) != len(graph):
+        return
+    for node, node_proto in zip(graph, proto.node, strict=True):
+        held = {a.name: a for a in node_proto.attribute}
+        for name, attr in node.attributes.items():
+            inner = held.get(name)
+            if attr.is_ref() or inner is None:
+                continue
+            if attr.type == ir.AttributeType.GRAPH:
+                _collect(attr.as_graph(), inner.g, found)
+            elif attr.type == ir.AttributeType.GRAPHS:
+                for sub, sub_proto in zip(attr.as_graphs(), inner.graphs, strict=False):
+                    _collect(sub, sub_proto, found)

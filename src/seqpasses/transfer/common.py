@@ -6,11 +6,13 @@ from collections.abc import Iterable
 
 import onnx_ir as ir
 
-from seqpasses.core.graph import label
+from seqpasses.core.dims import same_shape
+from seqpasses.core.graph import is_default, is_hold, label
+from seqpasses.core.ops import ORT_SPLIT_TO_SEQUENCE_TYPES
 from seqpasses.walk.context import Context
 from seqpasses.walk.facts import Reason
 
-__all__ = ["concat_new_axis", "follows_ort", "position", "stable"]
+__all__ = ["concat_new_axis", "follows_ort", "position", "stable", "written_back_unloadable"]
 
 
 def position(ctx: Context, node: ir.Node, index: int) -> tuple[int | None, Reason | None]:
@@ -57,3 +59,69 @@ def stable(ctx: Context, shape: ir.Shape | None) -> bool:
         )
         for d in shape
     )
+
+
+_TERMINAL = frozenset({"SequenceAt", "SequenceLength", "ConcatFromSequence"})
+
+
+def written_back_unloadable(value: ir.Value, dtype: ir.DataType | None, element: ir.Shape) -> bool:
+    """Whether ``value``, a list about to be held as one tensor ``[n, *element]`` in place of
+    the list a node rebuilt in its place made, may have to be written back as a sequence, and
+    is of a type ONNX Runtime's SplitToSequence has no kernel for: then it is not held so (its
+    length is known only at run time: no other write-back is faithful). It may when it (or a
+    list made of it by inserting an element of its kind, erasing, Identity) is a graph output
+    or read by anything but SequenceAt, SequenceLength and ConcatFromSequence."""
+    if dtype in ORT_SPLIT_TO_SEQUENCE_TYPES:
+        return False
+    work, seen = [value], {value}
+    dead: dict[ir.Node, bool] = {}
+    while work:
+        current = work.pop()
+        if current.is_graph_output():
+            return True
+        for use in current.uses():
+            node = use.node
+            if is_hold(node):
+                return True  # (what inlined copies return: a graph output in all but name)
+            if _dead(node, dead, 0):
+                continue  # (what nothing reads needs nothing written back)
+            if not is_default(node) or use.idx != 0:
+                return True
+            if node.op_type in _TERMINAL:
+                continue
+            tensor = node.inputs[1] if len(node.inputs) > 1 else None
+            kept = node.op_type in ("SequenceErase", "Identity") or (
+                node.op_type == "SequenceInsert"
+                and tensor is not None
+                and tensor.dtype == dtype
+                and same_shape(tensor.shape, element)
+            )
+            if not kept:
+                return True
+            if node.outputs[0] not in seen:
+                seen.add(node.outputs[0])
+                work.append(node.outputs[0])
+    return False
+
+
+def _dead(node: ir.Node, memo: dict[ir.Node, bool], depth: int) -> bool:
+    """Whether nothing ``node`` makes reaches a graph output (dead code, removed later); a node
+    read from a subgraph, or too far down, counts as live."""
+    if node in memo:
+        return memo[node]
+    if depth > 32:
+        return False
+    memo[node] = False  # (a cycle is no proof of death)
+    result = True
+    for out in node.outputs:
+        if out.is_graph_output():
+            result = False
+            break
+        for use in out.uses():
+            if use.node.graph is not node.graph or not _dead(use.node, memo, depth + 1):
+                result = False
+                break
+        if not result:
+            break
+    memo[node] = result
+    return result

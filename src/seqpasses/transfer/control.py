@@ -21,9 +21,10 @@ import numpy as np
 import onnx_ir as ir
 
 from seqpasses.core.dims import same_shape
-from seqpasses.core.graph import drop_subgraphs, rebuild, subgraph_path
-from seqpasses.core.sequence import StackedSequence, StaticSequence
+from seqpasses.core.graph import detach, drop_subgraphs, hold, rebuild, subgraph_path
+from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
 from seqpasses.transfer import stacked_map
+from seqpasses.transfer.common import written_back_unloadable
 from seqpasses.transfer.rows import empty_rows
 from seqpasses.transfer.stacked import stacked_of
 from seqpasses.walk.budget import cost_of
@@ -78,13 +79,19 @@ def inline_graph(
             # a body's declared shapes are guesses, often true of one iteration only (an
             # exporter's dim names would claim copies of different shapes are alike)
             out.shape = None
-    scope.graph.insert_before(anchor, [*constants, *nodes])
+    # what the copies return is read (by what the anchor's outputs feed) while they are
+    # walked: held, so that no rewrite takes a returned value for unread (a Loop must not
+    # drop the final list it is) and each replacement reaches it
+    held_by = hold(outputs)
+    scope.graph.insert_before(anchor, [*constants, *nodes, held_by])
     edits.created.update(constants)
     edits.created.update(nodes)
     for node in nodes:
         ctx.walk.visit(node, scope)
+    held = list(held_by.inputs)
+    detach([held_by])
     # the walk may have replaced an output (an inner If inlined, a Loop rebuilt)
-    return nodes, [edits.current(v) for v in outputs]
+    return nodes, [edits.current(v) for v in held if v is not None]
 
 
 def _outputs_can_move(
@@ -158,6 +165,8 @@ def _stacked_pair(
     first, second = pairs
     if not same_shape(first.element, second.element) or first.dtype != second.dtype:
         return None
+    if written_back_unloadable(node.outputs[k], first.dtype, first.element):
+        return None  # (its If's output could only be written back by an unloadable split)
     return first, second
 
 
@@ -205,7 +214,7 @@ def _if_static_sequences(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     count = len(branches[0].outputs)
     graphs = {"then_branch": branches[0], "else_branch": branches[1]}
     new = rebuild(node, [node.inputs[0]], graphs, count)
-    ctx.edits.created.add(new)
+    ctx.edits.rebuilt(new, node, scope)
     index = 0
     for k, old in enumerate(node.outputs):
         if k in converted:
@@ -269,7 +278,10 @@ def _if(ctx: Context, node: ir.Node, scope: Scope) -> bool:
 
 
 def _is_sequence(ctx: Context, value: ir.Value) -> bool:
-    return ctx.facts.static(value) is not None or isinstance(value.type, ir.SequenceType)
+    known = ctx.facts.values.get(value)
+    return isinstance(known, StaticSequence | StackedSequence | Unknown) or isinstance(
+        value.type, ir.SequenceType
+    )
 
 
 def _sequence_map(ctx: Context, node: ir.Node, scope: Scope) -> bool:
@@ -285,15 +297,21 @@ def _sequence_map(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     kinds = [i for i, v in enumerate(inputs) if v is not None and (i == 0 or _is_sequence(ctx, v))]
     for index, value in enumerate(inputs):
         assert value is not None
+        if index not in kinds and value.type is None:
+            scope.shapes.shape(value)  # (its type, when its producer tells it)
+        if index not in kinds and not isinstance(value.type, ir.TensorType):
+            # a sequence would be mapped element by element, a tensor passed whole: which
+            # one it is must be known before the body is bound to it
+            reason = f"input {index}: not known to be a tensor or a sequence"
+            return leave(node, Reason("unknown-shape", reason))
+    for index, value in enumerate(inputs):
+        assert value is not None
         if index in kinds:
             seq = ctx.facts.static(value)
             if seq is None:  # a list of run-time length: a Loop over it, if it is one tensor
                 why = stacked_map.map_stacked(ctx, node, scope, body, kinds)
                 return why is None or leave(node, why)
             sequences[index] = seq
-        elif value.type is None:
-            reason = f"input {index}: not known to be a tensor or a sequence"
-            return leave(node, Reason("unknown-shape", reason))
     lengths = {len(s) for s in sequences.values()}
     if len(lengths) != 1:
         reason = f"sequence inputs have different lengths {sorted(lengths)}: fails at run time"
@@ -335,6 +353,10 @@ def _sequence_map(ctx: Context, node: ir.Node, scope: Scope) -> bool:
 
 def _optional(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     ctx.facts.optionals[node.outputs[0]] = node.inputs[0] if node.inputs else None
+    # the Optional stays where something other than its reads takes it (a graph output, a
+    # Loop): then it wraps the list in canonical form (the value it was given may come from
+    # a node a rewrite rebuilt, which must not stay alive)
+    ctx.edits.canonical_inputs(node, scope, speculative=True)
     return True
 
 
@@ -357,9 +379,9 @@ def _optional_get_element(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     known, content = _optional_value(ctx, source)
     if not known or content is None:
         return False
-    seq = ctx.facts.static(content)
-    if seq is not None:
-        ctx.facts.values[node.outputs[0]] = seq
+    held = ctx.facts.values.get(content)
+    if isinstance(held, StaticSequence | StackedSequence):
+        ctx.facts.values[node.outputs[0]] = held
     if (
         node.outputs[0].is_graph_output()
         and not isinstance(content.type, ir.TensorType)

@@ -34,8 +34,8 @@ def empty_rows(
         empty.type, empty.shape = like.type, ir.Shape([0, *element])
         return empty
     dims = list(element)
-    if dtype is None or not all(isinstance(d, int) for d in dims):
-        return None
+    if dtype is None or dtype == ir.DataType.STRING or not all(isinstance(d, int) for d in dims):
+        return None  # (ConstantOfShape makes no strings)
     zero = ir.tensor(np.zeros((1,), dtype=dtype.numpy()))
     empty = emit.op("ConstantOfShape", [emit.int64s([0, *dims])], value=zero)  # type: ignore[list-item]
     empty.type, empty.shape = ir.TensorType(dtype), ir.Shape([0, *element])

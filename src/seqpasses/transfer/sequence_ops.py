@@ -22,7 +22,12 @@ import onnx_ir as ir
 
 from seqpasses.core.dims import INT64_MAX
 from seqpasses.core.graph import is_default
-from seqpasses.core.sequence import PositionError, StackedSequence, StaticSequence
+from seqpasses.core.sequence import (
+    PositionError,
+    StackedSequence,
+    StaticSequence,
+    sequence_dtype,
+)
 from seqpasses.core.shapes import ShapeOracle
 from seqpasses.transfer import stacked, unit_split
 from seqpasses.transfer.common import concat_new_axis, follows_ort, position
@@ -40,15 +45,33 @@ def _out_of_range(error: PositionError) -> Reason:
 
 def _sequence_empty(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     dtype = node.attributes.get_int("dtype", int(ir.DataType.FLOAT))
-    ctx.facts.values[node.outputs[0]] = StaticSequence((), ir.DataType(dtype))
+    seq = StaticSequence((), ir.DataType(dtype))
+    ctx.facts.values[node.outputs[0]] = seq
+    ctx.edits.known_canonical(node.outputs[0], seq, scope)
     return True
+
+
+def _element_dtype(
+    values: tuple[ir.Value, ...], scope: Scope, declared: ir.Value
+) -> ir.DataType | None:
+    """The element type of a list of ``values``: theirs (inferred when undeclared, a Constant's
+    say), else what the list ``declared`` says, so that the list keeps it once emptied."""
+    for value in values:
+        if value.dtype is None:
+            scope.shapes.shape(value)  # (infers the type too)
+        if value.dtype is not None:
+            return value.dtype
+    return sequence_dtype(declared)
 
 
 def _sequence_construct(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     elements = tuple(v for v in node.inputs if v is not None)
     if len(elements) != len(node.inputs) or not elements:
         return ctx.facts.leave(node, Reason("invalid", "SequenceConstruct with a missing input"))
-    ctx.facts.values[node.outputs[0]] = StaticSequence(elements, elements[0].dtype)
+    dtype = _element_dtype(elements[:1], scope, node.outputs[0])
+    seq = StaticSequence(elements, dtype)
+    ctx.facts.values[node.outputs[0]] = seq
+    ctx.edits.known_canonical(node.outputs[0], seq, scope)
     return True
 
 
@@ -62,6 +85,8 @@ def _sequence_insert(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     tensor = node.inputs[1]
     if tensor is None:
         return ctx.facts.leave(node, Reason("invalid", "SequenceInsert without a tensor"))
+    if seq.dtype is None and tensor.dtype is None:
+        scope.shapes.shape(tensor)  # its type, which the list takes (kept once it is emptied)
     try:
         ctx.facts.values[node.outputs[0]] = seq.insert(where, tensor)
     except PositionError as error:
@@ -124,14 +149,21 @@ def _sequence_length(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     return ctx.edits.applied("sequence-length", node, f"length {len(seq)}")
 
 
-def _rank(values: tuple[ir.Value, ...], shapes: ShapeOracle) -> int | None:
+def _ranks(values: tuple[ir.Value, ...], shapes: ShapeOracle) -> set[int]:
+    """The ranks of ``values`` that are known."""
     ranks = set()
     for value in values:
         shape = shapes.shape(value)
-        if shape is None:
-            return None
-        ranks.add(len(shape))
-    return ranks.pop() if len(ranks) == 1 else None
+        if shape is not None:
+            ranks.add(len(shape))
+    return ranks
+
+
+def _rank(values: tuple[ir.Value, ...], shapes: ShapeOracle) -> int | None:
+    ranks = _ranks(values, shapes)
+    if len(ranks) != 1 or any(shapes.shape(v) is None for v in values):
+        return None
+    return ranks.pop()
 
 
 def _conflicting_dim(
@@ -173,6 +205,9 @@ def _concat_from_sequence(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     if axis_attr is None:
         return leave(node, Reason("invalid", "ConcatFromSequence without its required axis"))
     axis = axis_attr.as_int()
+    if len(_ranks(seq.elements, scope.shapes)) > 1:
+        reason = "elements differ in rank: ConcatFromSequence fails at run time; left as is"
+        return leave(node, Reason("run-time-failure", reason))
     rank = _rank(seq.elements, scope.shapes)
     if rank is not None:
         out_rank = rank + 1 if new_axis == 1 else rank

@@ -16,8 +16,8 @@ import onnx_ir as ir
 
 from seqpasses.core.dims import contradicts, fill_shape, shape_text
 from seqpasses.core.emit import Emitter
-from seqpasses.core.graph import is_default, nested_nodes
-from seqpasses.core.ops import SEQUENCE_OPS
+from seqpasses.core.graph import is_default, nested_nodes, subgraphs
+from seqpasses.core.ops import ORT_SPLIT_TO_SEQUENCE_TYPES, SEQUENCE_OPS
 from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
 from seqpasses.report import Report, Rewrite
 from seqpasses.walk import trial
@@ -26,6 +26,11 @@ from seqpasses.walk.scope import Scope
 from seqpasses.walk.trial import Checkpoint, CreatedNodes
 
 __all__ = ["Edits"]
+
+
+def _proven(shape: ir.Shape) -> bool:
+    """Whether every dim of ``shape`` is a number or a name (none is unknown)."""
+    return all(isinstance(d, int) or (isinstance(d, ir.SymbolicDim) and d.value) for d in shape)
 
 
 class Edits:
@@ -44,6 +49,12 @@ class Edits:
         self.registered: list[tuple[ir.Graph, str]] = []  # initializers moved in by inlining
         self.origin: dict[ir.Node, ir.Node] = {}  # a copy made by inlining -> what it copies
         self.forwarded: dict[ir.Value, ir.Value] = {}  # replaced value -> its replacement
+        self.retired: set[ir.Node] = set()  # control-flow nodes a rebuilt one replaced
+        # a declaration was kept that no rewrite proved (see passes/repair_shapes.py)
+        self.unverified = False
+        # SplitToSequence write-backs of a type ONNX Runtime has no kernel for (a speculative
+        # rewrite that made one is undone; see ORT_SPLIT_TO_SEQUENCE_TYPES)
+        self.unloadable: list[ir.Node] = []
         # values whose shape departs from what the spec (and so an exporter's declared shapes
         # downstream) says: SplitToSequence chunks squeezed as ONNX Runtime and PyTorch do
         self.diverged: list[ir.Value] = []
@@ -152,9 +163,15 @@ class Edits:
             movable = (
                 new.graph is scope.graph and not new.is_graph_output() and not new.is_graph_input()
             )
+            held = self.facts.stacked(new)
             if seq is not None:
                 canonical = movable and self.is_canonical(new, seq)
                 target = new if canonical else self.materialize(seq, scope, None, old)
+            elif held is not None and not (movable and self.is_canonical(new, held)):
+                # a list held as one tensor (a rebuilt Loop's): written back, or the value
+                # would keep what was rebuilt alive
+                written = self.write_back(new, held, scope, None, old, output=True)
+                target = written or (new if fresh else self.emitter(scope, None).identity(new))
             else:
                 target = new if fresh else self.emitter(scope, None).identity(new)
             self._take_output_slot(scope, index, old, target)
@@ -176,6 +193,8 @@ class Edits:
         new.name = name
         if old.type is not None:
             new.type = old.type
+        if old.shape is not None and (new.shape is None or not _proven(new.shape)):
+            self.unverified = True  # (the declared dims that fill the unknown ones are a guess)
         if contradicts(old.shape, new.shape):
             # The exporter declared a shape the output never has (seen in TorchScript
             # exports); keeping it would make the rewritten graph fail ONNX's checker.
@@ -221,22 +240,68 @@ class Edits:
             # an element was replaced after the list was built (a read rewritten later):
             # the list holds what replaced it, or the replaced node would stay alive
             seq = StaticSequence(tuple(self.current(e) for e in seq.elements), seq.dtype)
-        key = (id(scope.graph), seq.elements, seq.dtype)
-        if anchor is not None and key in self.materialized:
-            return self.materialized[key]
-        emit = self.emitter(scope, anchor)
+        cached = self.canonical_of(seq, scope.graph) if anchor is not None else None
+        if cached is not None:
+            return cached
+        graph, path = scope.graph, scope.path
+        if anchor is not None:  # (a graph output is written in its own graph)
+            graph, anchor = self._home(seq, scope.graph, anchor)
+            path = scope.path if graph is scope.graph else self.facts.paths.get(anchor, path)
+        emit = Emitter(graph, anchor, scope.opset, self)
         if len(seq) == 0:
             value = emit.sequence_empty(seq.dtype, like)
         else:
-            value = emit.sequence_construct(seq.elements, like)
+            value = emit.sequence_construct(seq.elements, seq.dtype, like)
         self.facts.values[value] = seq
         producer = value.producer()
         if producer is not None:
-            self.facts.paths[producer] = scope.path
+            self.facts.paths[producer] = path
             self.canonical.add(producer)
         if anchor is not None:
-            self.materialized[key] = value
+            self.materialized[(id(graph), seq.elements, seq.dtype)] = value
         return value
+
+    def _home(
+        self, seq: StaticSequence, graph: ir.Graph | ir.Function, anchor: ir.Node
+    ) -> tuple[ir.Graph | ir.Function, ir.Node]:
+        """Where a list needed before ``anchor`` (in ``graph``) is written: in the innermost
+        graph, enclosing ``graph`` or ``graph`` itself, that holds one of its elements (the
+        outermost for an empty list), before the node whose subgraph ``graph`` sits in; so that
+        every body that needs the list reads that one."""
+        chain: list[tuple[ir.Graph | ir.Function, ir.Node]] = [(graph, anchor)]
+        while (owner := self.facts.owner(chain[-1][0])) is not None and owner[0].graph:
+            chain.append((owner[0].graph, owner[0]))
+        own = [inner.graph if isinstance(inner, ir.Function) else inner for inner, _ in chain]
+        homes = set()
+        for element in seq.elements:
+            where = element.graph
+            if where is None or not any(where is g for g in own):
+                return graph, anchor  # (an element the chain does not hold: leave it here)
+            homes.add(id(where))
+        for (inner, at), mine in zip(chain, own, strict=True):
+            if id(mine) in homes:
+                return inner, at
+        return chain[-1]
+
+    def known_canonical(self, value: ir.Value, seq: StaticSequence, scope: Scope) -> None:
+        """``value``, made by a SequenceConstruct/SequenceEmpty the model has, is ``seq`` in
+        canonical form: what needs that list as a sequence may read it."""
+        if not self.dry:
+            self.materialized.setdefault((id(scope.graph), seq.elements, seq.dtype), value)
+
+    def canonical_of(self, seq: StaticSequence, graph: ir.Graph | ir.Function) -> ir.Value | None:
+        """A canonical sequence of ``seq`` already in ``graph`` or a graph enclosing it (one the
+        model had, or one written for an earlier consumer): a body reads it from there, rather
+        than each place that needs the list making its own (more sequence ops than before)."""
+        inner: ir.Graph | ir.Function | None = graph
+        while inner is not None:
+            value = self.materialized.get((id(inner), seq.elements, seq.dtype))
+            producer = value.producer() if value is not None else None
+            if producer is not None and producer.graph is not None:
+                return value
+            owner = self.facts.owner(inner)
+            inner = owner[0].graph if owner is not None else None
+        return None
 
     def stack(self, seq: StaticSequence, scope: Scope, anchor: ir.Node | None) -> ir.Value:
         """A static list of elements of one shape as one tensor ``[n, *E]``: its elements
@@ -254,6 +319,56 @@ class Edits:
         self.stacks[key] = value
         return value
 
+    def split_written(self, st: StackedSequence, output: bool) -> bool:
+        """Whether :meth:`materialize_stacked` writes ``st`` back as one ``SplitToSequence``
+        (else as its rows)."""
+        return not (
+            isinstance(st.length, int)
+            and st.length <= self.max_split
+            and not (st.checked and (output or not st.length))
+        )
+
+    def write_back(
+        self,
+        value: ir.Value,
+        st: StackedSequence,
+        scope: Scope,
+        anchor: ir.Node | None,
+        like: ir.Value,
+        output: bool = False,
+    ) -> ir.Value | None:
+        """``value``, held as ``st``, written back as a sequence (:meth:`materialize_stacked`);
+        None where that would take a ``SplitToSequence`` of a type ONNX Runtime has no kernel
+        for and ``value`` itself is still the list the model computes (its sequence ops, left
+        in place, compute it): then ``value`` is read as it is."""
+        if (
+            self.split_written(st, output)
+            and st.dtype not in ORT_SPLIT_TO_SEQUENCE_TYPES
+            and self.intact(value)
+        ):
+            return None
+        return self.materialize_stacked(st, scope, anchor, like, output)
+
+    def intact(self, value: ir.Value) -> bool:
+        """Whether the sequence ops that make ``value`` are all still in the graph: no list on
+        the way comes from a control-flow node a rebuilt one replaced."""
+        seen: set[ir.Value] = set()
+        work = [value]
+        while work:
+            current = work.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            node = current.producer()
+            if node is None:
+                if not current.is_graph_input() and current.const_value is None:
+                    return False  # (a body input a rewrite took out)
+                continue
+            if node.graph is None or node in self.retired:
+                return False
+            work.extend(v for v in node.inputs if v is not None and v in self.facts.values)
+        return True
+
     def materialize_stacked(
         self,
         st: StackedSequence,
@@ -267,11 +382,7 @@ class Edits:
         a second run would make of that split), but for a graph ``output`` whose tensor holds
         a run-time check (an If returning it must stay one tensor, whose length reads the
         rows) and for no rows at all (nothing would hold the check)."""
-        if (
-            isinstance(st.length, int)
-            and st.length <= self.max_split
-            and not (st.checked and (output or not st.length))
-        ):
+        if not self.split_written(st, output):
             return self.materialize(self.unstacked(st, scope, anchor), scope, anchor, like)
         emit = self.emitter(scope, anchor)
         value = emit.op("SplitToSequence", [st.tensor], axis=0, keepdims=0)
@@ -283,6 +394,8 @@ class Edits:
         if producer is not None:
             self.facts.paths[producer] = scope.path
             self.canonical.add(producer)
+            if st.dtype not in ORT_SPLIT_TO_SEQUENCE_TYPES:
+                self.unloadable.append(producer)
         return value
 
     def unstacked(
@@ -306,32 +419,13 @@ class Edits:
         if isinstance(known, StaticSequence) and not self.is_canonical(value, known):
             return self.materialize(known, scope, anchor, like)
         if isinstance(known, StackedSequence) and not self.is_canonical(value, known):
-            return self.materialize_stacked(known, scope, anchor, like)
+            return self.write_back(value, known, scope, anchor, like)
         return None
 
     def fallback(self, node: ir.Node, scope: Scope) -> None:
         """An op that needs its sequence inputs as sequences: give it them in canonical form."""
         values = self.facts.values
-        for index, value in enumerate(() if self.dry else node.inputs):
-            if value is None or value not in values:
-                continue  # (most inputs: no abstract sequence value, nothing to write)
-            stacked = self.facts.stacked(value)
-            written = self._as_sequence(value, scope, node, value)
-            if written is None:
-                continue
-            node.replace_input_with(index, written)
-            if stacked is None:
-                detail = f"input {index} as SequenceConstruct"
-                self.applied("canonical-sequence-input", node, detail)
-            else:
-                maker = written.producer()
-                assert maker is not None
-                detail = f"input {index} as SplitToSequence of [n, *E]"
-                path = self.facts.paths.get(node, "")
-                rewrite = Rewrite(
-                    "stacked-as-sequence", node.name or "", node.op_type, path, detail
-                )
-                self.written_back(maker, rewrite)
+        self.canonical_inputs(node, scope)
         produced: Reason | None = None
         for out in node.outputs:
             if out not in values and isinstance(out.type, ir.SequenceType | ir.OptionalType):
@@ -344,6 +438,56 @@ class Edits:
                 "unknown-sequence", f"{node.op_type} is not statically resolvable here"
             )
 
+    def rebuilt(self, node: ir.Node, old: ir.Node, scope: Scope) -> None:
+        """``node`` (made by :func:`~seqpasses.core.graph.rebuild`) replaces ``old``, a
+        control-flow node of ``scope``'s graph: it owns the subgraphs it took over, and gets
+        its sequence inputs in canonical form."""
+        self.created.add(node)
+        self.retired.add(old)
+        self.facts.paths.setdefault(node, scope.path)
+        for attr, graph in subgraphs(node):
+            self.facts.owners[id(graph)] = (node, attr)
+        self.canonical_inputs(node, scope)
+
+    def canonical_inputs(self, node: ir.Node, scope: Scope, speculative: bool = False) -> None:
+        """Give ``node`` its sequence inputs as sequences, in canonical form: what a node left
+        as it is needs, and a control-flow node rebuilt in place of another (a list it passes
+        on as it is must not keep what the rewrite replaced alive). ``speculative``: ``node``
+        may well go (an Optional whose reads are rewritten): what is written counts only if
+        it stays."""
+        values = self.facts.values
+        for index, value in enumerate(() if self.dry else node.inputs):
+            if value is None or value not in values:
+                continue  # (most inputs: no abstract sequence value, nothing to write)
+            stacked = self.facts.stacked(value)
+            written = self._as_sequence(value, scope, node, value)
+            if written is None:
+                continue
+            node.replace_input_with(index, written)
+            if subgraphs(node):  # a body's declared inputs may be guesses the list belies
+                self.unverified = True
+            if stacked is None and not speculative:
+                detail = f"input {index} as SequenceConstruct"
+                self.applied("canonical-sequence-input", node, detail)
+            elif stacked is None:
+                maker = written.producer()
+                assert maker is not None
+                detail = f"input {index} as SequenceConstruct"
+                path = self.facts.paths.get(node, "")
+                rewrite = Rewrite(
+                    "canonical-sequence-input", node.name or "", node.op_type, path, detail
+                )
+                self.written_back(maker, rewrite)
+            else:
+                maker = written.producer()
+                assert maker is not None
+                detail = f"input {index} as SplitToSequence of [n, *E]"
+                path = self.facts.paths.get(node, "")
+                rewrite = Rewrite(
+                    "stacked-as-sequence", node.name or "", node.op_type, path, detail
+                )
+                self.written_back(maker, rewrite)
+
     def canonicalize_outputs(self, scope: Scope) -> None:
         """A graph output that is a static sequence: one canonical SequenceConstruct."""
         if self.dry:
@@ -351,7 +495,9 @@ class Edits:
         for index, out in enumerate(list(scope.graph.outputs)):
             stacked = self.facts.stacked(out)
             if stacked is not None and not self.is_canonical(out, stacked):
-                written = self.materialize_stacked(stacked, scope, None, out, output=True)
+                written = self.write_back(out, stacked, scope, None, out, output=True)
+                if written is None:
+                    continue  # (the list the model computes stays the output)
                 self._take_output_slot(scope, index, out, written)
                 maker = written.producer()
                 assert maker is not None

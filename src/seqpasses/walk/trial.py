@@ -112,9 +112,10 @@ def checkpoint(edits: Edits) -> Checkpoint:
 
 def left_since(edits: Edits, mark: Checkpoint, roots: Iterable[ir.Value]) -> list[ir.Node]:
     """Sequence ops among the nodes created since ``mark`` (subgraphs included) that will
-    stay: left with a reason, or a canonical sequence made for a consumer that needs one,
-    and live: ``roots`` (the values the new nodes stand in for) or a graph output depend
-    on them."""
+    stay: left with a reason, a canonical sequence made for a consumer that needs one, or any
+    in a subgraph of a copy (a list a copied If returns from a branch: nothing folds it), and
+    live: ``roots`` (the values the new nodes stand in for) or a graph output depend on them."""
+    nested = {inner for node in edits.created.order[mark.created :] for inner in nested_nodes(node)}
     window = [
         inner
         for node in edits.created.order[mark.created :]
@@ -125,7 +126,7 @@ def left_since(edits: Edits, mark: Checkpoint, roots: Iterable[ir.Value]) -> lis
         for node in live_nodes(window, roots)
         if node.op_type in SEQUENCE_OPS
         and is_default(node)
-        and (node in edits.facts.reasons or node in edits.canonical)
+        and (node in edits.facts.reasons or node in edits.canonical or node in nested)
     ]
 
 
@@ -147,6 +148,7 @@ def rollback(edits: Edits, mark: Checkpoint) -> None:
     del edits.diverged[mark.diverged :]
     edits.rewrote = mark.rewrote
     edits.canonical -= gone
+    edits.unloadable[:] = [node for node in edits.unloadable if node not in gone]
     for key in [k for k, v in edits.constants.items() if v.producer() in gone]:
         del edits.constants[key]
     for seq_key in [k for k, v in edits.materialized.items() if v.producer() in gone]:

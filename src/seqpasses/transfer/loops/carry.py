@@ -27,11 +27,13 @@ from seqpasses.core.graph import (
     drop_subgraphs,
     graph_nodes,
     is_default,
+    is_hold,
     own_output,
     rebuild,
     subgraphs,
 )
 from seqpasses.core.sequence import Reason, StackedSequence, StaticSequence
+from seqpasses.transfer.common import written_back_unloadable
 from seqpasses.transfer.loops.induction import induction, stable
 from seqpasses.transfer.rows import empty_rows
 from seqpasses.transfer.stacked import stacked_of
@@ -44,13 +46,45 @@ Element = tuple[ir.Shape, ir.DataType]
 Carried = tuple[ir.Value, Element, int]  # the initial tensor, its element, its fewest rows
 
 
-def _inserted_element(ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph) -> Element | None:
-    """The shape every tensor the body inserts into a list provably has (one for all)."""
+def _versions(ctx: Context, start: ir.Value) -> set[ir.Value]:
+    """``start`` (a list a body carries) and the lists the body makes of it: through inserts,
+    erasures, Identity, Optional, and out of If branches that return them."""
+    seen = {start}
+    work = [start]
+    while work:
+        value = work.pop()
+        made = [
+            use.node.outputs[0]
+            for use in value.uses()
+            if is_default(use.node)
+            and (
+                (use.node.op_type in ("SequenceInsert", "SequenceErase") and use.idx == 0)
+                or use.node.op_type in ("Identity", "Optional", "OptionalGetElement")
+            )
+        ]
+        owner = ctx.facts.owner(value.graph) if value.is_graph_output() else None
+        if owner is not None and owner[0].op_type == "If" and value.graph is not None:
+            made += [owner[0].outputs[k] for k, o in enumerate(value.graph.outputs) if o is value]
+        for out in made:
+            if out not in seen:
+                seen.add(out)
+                work.append(out)
+    return seen
+
+
+def _inserted_element(
+    ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph, j: int, dtype: ir.DataType | None
+) -> Element | None:
+    """The shape every tensor the body inserts into carried list ``j`` provably has (one for
+    all), of the list's own element type ``dtype`` (when known)."""
     known, _ = induction(ctx, scope, node, body)
     found: Element | None = None
+    versions = _versions(ctx, body.inputs[2 + j])
     for inner in graph_nodes(body):
         if inner.op_type != "SequenceInsert" or not is_default(inner) or len(inner.inputs) < 2:
             continue
+        if inner.inputs[0] not in versions:
+            continue  # (an insert into another list)
         tensor = inner.inputs[1]
         if tensor is None:
             return None
@@ -63,6 +97,8 @@ def _inserted_element(ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph)
         if not stable(ctx, shape) or not isinstance(type_, ir.TensorType) or shape is None:
             return None
         if found is not None and (not same_shape(found[0], shape) or found[1] != type_.dtype):
+            return None
+        if dtype is not None and type_.dtype != dtype:
             return None
         found = (shape, type_.dtype)
     return found
@@ -78,8 +114,8 @@ def _empty(ctx: Context, scope: Scope, node: ir.Node, element: Element) -> ir.Va
     shape, dtype = element
     emit = ctx.edits.emitter(scope, node)
     rows = empty_rows(emit, shape, dtype, None)
-    if rows is not None or not scope.path.startswith("main"):
-        return rows
+    if rows is not None or not scope.path.startswith("main") or dtype == ir.DataType.STRING:
+        return rows  # (ConstantOfShape makes no strings)
     parts: list[ir.Value] = [emit.int64s([0])]
     for dim in shape:
         if isinstance(dim, int):
@@ -109,7 +145,7 @@ def _element(ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph, j: int) 
     initial = node.inputs[2 + j]
     known = ctx.facts.values.get(initial) if initial is not None else None
     if isinstance(known, StaticSequence) and not known.elements:
-        inserted = _inserted_element(ctx, scope, node, body)
+        inserted = _inserted_element(ctx, scope, node, body, j, known.dtype)
         if inserted is None:
             return "it starts empty and what the body adds has no provable shape"
         rows = _empty(ctx, scope, node, inserted)
@@ -126,8 +162,11 @@ def _element(ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph, j: int) 
 
 def _uses_ok(node: ir.Node, lists: Mapping[int, object]) -> bool:
     """Whether everything that reads the final lists is an ONNX op or a graph output (an op
-    of another domain keeps its inputs as they are, so it would keep the old Loop)."""
-    return all(is_default(use.node) for j in lists for use in node.outputs[j].uses())
+    of another domain keeps its inputs as they are, so it would keep the old Loop; what
+    inlined copies return is held as a graph output would be)."""
+    return all(
+        is_default(use.node) or is_hold(use.node) for j in lists for use in node.outputs[j].uses()
+    )
 
 
 def _clear_guesses(ctx: Context, scope: Scope, node: ir.Node, copy: ir.Graph) -> None:
@@ -170,6 +209,12 @@ def carry_stacked(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> 
         found = _element(ctx, scope, node, body, j)
         if isinstance(found, str):
             _why(ctx, node, found)
+        elif written_back_unloadable(node.outputs[j], found[1][1], found[1][0]):
+            text = (
+                f"a list of {found[1][1]} read as a list after the loop could only be written "
+                "back by a SplitToSequence ONNX Runtime has no kernel for"
+            )
+            _why(ctx, node, text)
         else:
             lists[j] = found
     if not lists or not _uses_ok(node, lists):
@@ -195,6 +240,7 @@ def carry_stacked(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> 
         copy.inputs[2 + j] = rows
         olds[j] = old
         ctx.facts.values[old] = StackedSequence(rows, ir.SymbolicDim(None), shape, dtype, least)
+    unloadable = len(ctx.edits.unloadable)
     ctx.walk.rewalk(copy, scope, node, "body")
     results: dict[int, StackedSequence] = {}
     for j, (_, (shape, dtype), _) in lists.items():
@@ -203,6 +249,13 @@ def carry_stacked(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> 
             results[j] = st
             copy.outputs[1 + j] = own_output(copy, st.tensor)
     _sweep(copy)
+    if len(ctx.edits.unloadable) > unloadable:  # a list in the body written back so
+        _why(ctx, node, "the body would write a list back by a SplitToSequence ONNX Runtime lacks")
+        for j, old in olds.items():
+            copy.inputs[2 + j] = old
+        ctx.edits.rollback(mark)
+        drop_nodes_of(copy)
+        return False
     if len(results) != len(lists) or any(old.uses() for old in olds.values()):
         # a sequence op on a list stayed (or the body returns it unlike): drop the copy
         stayed = [use.node for old in olds.values() for use in old.uses()]
@@ -240,7 +293,7 @@ def _apply(
     for j, (rows, _, _) in lists.items():
         inputs[2 + j] = rows
     new = rebuild(node, inputs, {"body": copy}, len(node.outputs))
-    ctx.edits.created.add(new)
+    ctx.edits.rebuilt(new, node, scope)
     for k, old in enumerate(node.outputs):
         fresh = new.outputs[k]
         if k in lists:

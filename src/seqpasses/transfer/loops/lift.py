@@ -119,6 +119,7 @@ def lift_reads(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> ir.
         for reader in last_reads:
             ctx.edits.replace(reader.outputs[0], last_in, body_scope)
             detach([reader])
+        tensor = ctx.edits.current(tensor)  # (l.append(l[-1]) appends what it just lifted)
         if tensor.graph is not body or tensor.is_graph_input():
             ident = ir.node("Identity", [tensor])
             body.insert_before(appended[0], ident)
@@ -128,7 +129,7 @@ def lift_reads(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> ir.
         new_inputs.append(initial.elements[-1])
     added = len(lasts)
     new = rebuild(node, new_inputs, {"body": body}, len(node.outputs) + added)
-    ctx.edits.created.add(new)
+    ctx.edits.rebuilt(new, node, scope)
     kept = list(new.outputs[:carried]) + list(new.outputs[carried + added :])
     for old, fresh in zip(node.outputs, kept, strict=True):
         fresh.type, fresh.shape = old.type, old.shape

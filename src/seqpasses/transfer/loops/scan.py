@@ -126,7 +126,7 @@ def _apply(
         # slot: a constant true means the same
         inputs[1] = edits.emitter(scope, node).true()
     new = rebuild(node, inputs, {"body": body}, len(node.outputs))
-    edits.created.add(new)
+    edits.rebuilt(new, node, scope)
     kept = [o for k, o in enumerate(node.outputs) if k != j]
     for old, fresh in zip(kept, new.outputs[:-1], strict=True):
         fresh.type, fresh.shape = old.type, old.shape

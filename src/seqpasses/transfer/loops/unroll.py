@@ -14,6 +14,7 @@ import onnx_ir as ir
 
 from seqpasses.core.dims import same_shape
 from seqpasses.core.graph import drop_subgraphs, graph_nodes
+from seqpasses.transfer.common import written_back_unloadable
 from seqpasses.transfer.control import inline_graph
 from seqpasses.transfer.loops.induction import declared_ones, stays_true
 from seqpasses.walk.budget import cost_of
@@ -88,6 +89,24 @@ def _over_budget(ctx: Context, body: ir.Graph, count: int, dry: bool) -> Reason 
     return ctx.budget.spend(count * (nodes + 1), count * size, f"{count} copies", dry=dry)
 
 
+def _kept_lists(ctx: Context, node: ir.Node, carried: list[ir.Value | None]) -> str:
+    """Why a list the copies carry out would keep every copy's sequence ops ('' when none
+    does): held as one tensor of a type ONNX Runtime's SplitToSequence lacks, it can only be
+    written back as what the copies' ops compute, and what reads it needs a list."""
+    for k, value in enumerate(carried):
+        st = ctx.facts.stacked(value)
+        if (
+            st is not None
+            and ctx.edits.split_written(st, output=True)
+            and written_back_unloadable(node.outputs[k], st.dtype, st.element)
+        ):
+            return (
+                f"the list it carries would keep every copy's sequence ops (a list of "
+                f"{st.dtype} read as a list after it, which ONNX Runtime cannot split)"
+            )
+    return ""
+
+
 def plan_unrolling(ctx: Context, node: ir.Node, scope: Scope) -> None:
     """Before the body is walked: whether this loop will be unrolled (a read at its counter
     is then left for the copies to fold, instead of becoming a Gather)."""
@@ -130,6 +149,10 @@ def unroll(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> str:
             scans[k].append(value)
     roots = [v for v in carried if v is not None] + [v for values in scans for v in values]
     left = edits.left_since(mark, roots)
+    kept = _kept_lists(ctx, node, carried)
+    if kept and not left:
+        edits.rollback(mark)
+        return kept
     if left:
         cause = next((n for n in left if n in ctx.facts.reasons), left[0])
         why = ctx.facts.reasons.get(cause) or "needed as a sequence"
