@@ -218,3 +218,37 @@ def test_reference_fault_split_accepts_sizes_that_do_not_divide_the_dim(sizes: l
     good = {"x": np.zeros((6, 2), np.float32), "s": np.array([1, 2, 3], np.int64)}
     a, b, c, q = fixed.run(None, good)
     assert [a.shape[0], b.shape[0], c.shape[0]] == [1, 2, 3] == [t.shape[0] for t in q]
+
+
+SCALAR_SPLIT_NO_KEEPDIMS = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
+g (float[N,M] x, int64 s) => (seq(float[?]) q) {
+  q = SplitToSequence<axis = 0, keepdims = 0>(x, s)
+}""")
+
+
+@pytest.mark.parametrize(
+    ("shape", "split"),
+    [((3, 2), 1), ((1, 2), 3), ((3, 0), 2), ((3, 2), 2), ((2, 2), 3), ((0, 2), 3)],
+)
+def test_the_verifiers_split_to_sequence_follows_onnx_runtime(
+    shape: tuple[int, int], split: int
+) -> None:
+    # a scalar split with keepdims=0: ONNX Runtime drops the axis from chunks 1 long on it (a
+    # split of 1, or a dim of 1) and from empty chunks, and fails on any other chunk; the
+    # verifier's kernel does the same (and the spec's, with strict_spec, keeps the axis)
+    feeds = {"x": np.zeros(shape, np.float32), "s": np.array(split, np.int64)}
+    session = pytest.importorskip("onnxruntime").InferenceSession(
+        SCALAR_SPLIT_NO_KEEPDIMS.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    ours = ReferenceEvaluator(SCALAR_SPLIT_NO_KEEPDIMS, new_ops=list(REFERENCE_OVERRIDES))
+    try:
+        expected = [t.shape for t in session.run(None, feeds)[0]]
+    except Exception:
+        with pytest.raises(ValueError, match="ONNX Runtime fails here"):
+            ours.run(None, feeds)
+    else:
+        assert [t.shape for t in ours.run(None, feeds)[0]] == expected
+    from seqpasses.verification.kernels import overrides
+
+    spec = ReferenceEvaluator(SCALAR_SPLIT_NO_KEEPDIMS, new_ops=overrides(strict_spec=True))
+    assert all(t.ndim == 2 for t in spec.run(None, feeds)[0])

@@ -24,6 +24,7 @@ __all__ = [
     "Unknown",
     "normalize_at_position",
     "normalize_insert_position",
+    "split_squeezes",
 ]
 
 
@@ -53,6 +54,29 @@ def normalize_at_position(position: int | None, length: int) -> int:
             f"position {position} is outside [-{length}, {length - 1}] for a sequence of length {length}"
         )
     return position + length if position < 0 else position
+
+
+def split_squeezes(
+    split_rank: int | None, keepdims: bool, unit_chunks: bool, strict_spec: bool, empty: bool
+) -> bool | None:
+    """Whether ``SplitToSequence`` drops the split axis from its chunks; None where ONNX
+    Runtime fails at run time. One rule for the transfers and the verifier's kernel.
+
+    ``split_rank``: None when no ``split`` is given, 0 for a scalar, 1 for sizes;
+    ``unit_chunks``: every chunk is 1 long on the axis; ``empty``: the input has no element.
+
+    - no ``split``: chunks of one, squeezed when ``keepdims=0`` (spec and ONNX Runtime agree);
+    - sizes: ``keepdims`` is ignored, nothing is squeezed;
+    - a scalar: the spec ignores ``keepdims`` (``strict_spec``: nothing is squeezed). ONNX
+      Runtime, with ``keepdims=0``, reshapes every chunk to drop the axis: right when each chunk
+      is 1 long there (a split of 1, or a dim of 1) or holds no element; any other chunk makes
+      that reshape, so the op, fail.
+    """
+    if split_rank is None:
+        return not keepdims
+    if split_rank != 0 or keepdims or strict_spec:
+        return False
+    return True if unit_chunks or empty else None
 
 
 class StaticSequence:

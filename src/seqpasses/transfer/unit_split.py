@@ -20,7 +20,7 @@ import numpy as np
 import onnx_ir as ir
 
 from seqpasses.core.graph import is_default
-from seqpasses.core.sequence import Reason
+from seqpasses.core.sequence import Reason, split_squeezes
 from seqpasses.transfer.common import concat_new_axis, follows_ort
 from seqpasses.walk.context import Context, Entry, Scope
 
@@ -31,8 +31,9 @@ def find(
     ctx: Context, value: ir.Value | None, scope: Scope
 ) -> tuple[ir.Value, int, bool, bool] | None:
     """``(data, axis, squeezed, follows_ort)`` when ``value`` is ``SplitToSequence(data)`` cut
-    into chunks of one along ``axis``. ``follows_ort``: squeezed only because ONNX Runtime
-    squeezes a scalar split 1 with ``keepdims=0`` (the spec keeps the axis)."""
+    into chunks of one along ``axis`` (no split, a scalar split of 1, or any scalar split of a
+    dim of 1). ``follows_ort``: squeezed only because ONNX Runtime squeezes such chunks of a
+    scalar split with ``keepdims=0`` (the spec keeps the axis: see ``split_squeezes``)."""
     while value is not None:
         producer = value.producer()
         if producer is None or not is_default(producer):
@@ -47,15 +48,18 @@ def find(
         axis = producer.attributes.get_int("axis", 0)
         if shape is None or not -len(shape) <= axis < len(shape):
             return None
-        keepdims = producer.attributes.get_int("keepdims", 1)
+        keepdims = bool(producer.attributes.get_int("keepdims", 1))
         split = producer.inputs[1] if len(producer.inputs) > 1 else None
         axis = axis + len(shape) if axis < 0 else axis
+        strict = ctx.options.strict_spec
         if split is None:
-            return data, axis, keepdims == 0, False
+            return data, axis, bool(split_squeezes(None, keepdims, True, strict, False)), False
         array = ctx.const_array(split)
-        if array is None or array.ndim != 0 or int(array) != 1:
+        if array is None or array.ndim != 0 or int(array) < 1:
             return None
-        squeeze = keepdims == 0 and not ctx.options.strict_spec
+        if int(array) != 1 and shape[axis] != 1:
+            return None  # chunks longer than one
+        squeeze = bool(split_squeezes(0, keepdims, True, strict, False))
         return data, axis, squeeze, squeeze
     return None
 
