@@ -252,3 +252,25 @@ def test_the_verifiers_split_to_sequence_follows_onnx_runtime(
 
     spec = ReferenceEvaluator(SCALAR_SPLIT_NO_KEEPDIMS, new_ops=overrides(strict_spec=True))
     assert all(t.ndim == 2 for t in spec.run(None, feeds)[0])
+
+
+def test_reference_fault_gather_out_of_range_of_an_empty_tensor_runs() -> None:
+    # numpy.take raises nothing when it takes nothing: index 0 of a [0, 0] tensor on axis 1
+    # gives a [0, 1] tensor on onnx.reference; the spec (and ONNX Runtime) fails
+    model = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
+g (float[N,M] x) => (float[N,1] y) {
+  zero = Constant<value = int64[1] {0}>()
+  y = Gather<axis = 1>(x, zero)
+}""")
+    feeds = {"x": np.zeros((0, 0), np.float32)}
+    assert ReferenceEvaluator(model).run(None, feeds)[0].shape == (0, 1)  # the fault
+    with pytest.raises(IndexError, match="outside"):
+        ReferenceEvaluator(model, new_ops=list(REFERENCE_OVERRIDES)).run(None, feeds)
+    session = pytest.importorskip("onnxruntime").InferenceSession(
+        model.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    with pytest.raises(Exception, match="out of data bounds"):
+        session.run(None, feeds)
+    good = {"x": np.ones((0, 2), np.float32)}
+    fixed = ReferenceEvaluator(model, new_ops=list(REFERENCE_OVERRIDES))
+    assert fixed.run(None, good)[0].shape == (0, 1)

@@ -1,6 +1,7 @@
 """Spec-exact kernels that replace onnx.reference's where it departs from the ONNX spec.
 
-The reference evaluator of onnx 1.23 has known faults on sequences (and a lenient Split); the
+The reference evaluator of onnx 1.23 has known faults on sequences (and a lenient Split and
+Gather); the
 verifier swaps these kernels in (:data:`REFERENCE_OVERRIDES`) so that a correct rewrite is not
 reported as a mismatch and a wrong one is not hidden. ``tests/test_verify.py`` shows each
 fault next to the spec's answer.
@@ -14,6 +15,7 @@ from typing import Any
 import numpy as np
 import onnx
 from onnx.reference.op_run import OpRun
+from onnx.reference.ops.op_gather import Gather as _ReferenceGather
 from onnx.reference.ops.op_loop import Loop as _ReferenceLoop
 from onnx.reference.ops.op_split import CommonSplit
 
@@ -255,11 +257,25 @@ class SplitToSequenceStrict(_SplitToSequenceBase):
 SplitToSequenceStrict.__name__ = "SplitToSequence"
 
 
+class Gather(_ReferenceGather):
+    """Spec-exact Gather: an index out of range fails, even where the result has no element
+    (``numpy.take`` then takes nothing and raises nothing; ONNX Runtime fails)."""
+
+    op_domain = ""
+
+    def _run(self, x: Any, indices: Any, axis: Any = None) -> tuple[Any]:
+        dim = np.asarray(x).shape[axis or 0]
+        index = np.asarray(indices)
+        if index.size and ((index < -dim) | (index >= dim)).any():
+            raise IndexError(f"Gather: an index of {index.tolist()} is outside [-{dim}, {dim - 1}]")
+        return super()._run(x, indices, axis=axis)  # type: ignore[no-untyped-call,no-any-return]
+
+
 def overrides(strict_spec: bool = False) -> list[type[OpRun]]:
     """The kernels to swap in; ``strict_spec`` picks the spec's SplitToSequence (keepdims
     ignored when a split is given) over ONNX Runtime's."""
     split = SplitToSequenceStrict if strict_spec else SplitToSequence
-    return [SequenceInsert, SequenceErase, split, Split, Optional, SequenceMap, Loop]
+    return [SequenceInsert, SequenceErase, split, Split, Gather, Optional, SequenceMap, Loop]
 
 
 REFERENCE_OVERRIDES: tuple[type[OpRun], ...] = tuple(overrides())
