@@ -180,7 +180,12 @@ class Emitter:
 
     def split_by(self, x: ir.Value, axis: int, sizes: ir.Value, count: int) -> list[ir.Value]:
         """``Split`` into ``count`` chunks whose sizes are the run-time 1-D tensor ``sizes``
-        (opset 13 and later: the sizes are an input)."""
+        (opset 13 and later: the sizes are an input; int64 only, where SplitToSequence takes
+        int32 too)."""
+        if sizes.dtype != ir.DataType.INT64:
+            cast = self.op("Cast", [sizes], to=int(ir.DataType.INT64))
+            cast.type, cast.shape = ir.TensorType(ir.DataType.INT64), sizes.shape
+            sizes = cast
         node = self._add("Split", [x, sizes], {"axis": axis}, count)
         dims = _shape_dims(x)
         for out in node.outputs:

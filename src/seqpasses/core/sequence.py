@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 import onnx_ir as ir
 
 __all__ = [
+    "FAILING_KINDS",
     "REASON_KINDS",
     "PositionError",
     "Reason",
@@ -198,6 +199,9 @@ REASON_KINDS: dict[str, str] = {
     "limit": "a rewrite past a limit seqpasses keeps on its work (--max-split, --node-budget)",
 }
 """Why a node can be left, by kind (rule files that show a node being left name its kind)."""
+
+FAILING_KINDS = frozenset({"out-of-range", "run-time-failure"})
+"""The kinds of a node left because it fails at run time (whatever the walk decides later)."""
 
 
 @dataclass(frozen=True)

@@ -379,6 +379,7 @@ def _split_to_sequence(ctx: Context, node: ir.Node, scope: Scope) -> bool:
         split = node.inputs[1]
         assert split is not None
         parts = ctx.edits.emitter(scope, node).split_by(data, axis, split, count)
+        ctx.edits.check(parts[0])  # (sizes that do not sum fail, whatever reads the chunks)
         ctx.facts.values[node.outputs[0]] = StaticSequence(tuple(parts), data.dtype)
         detail = f"{count} chunks on axis {axis}"
         return ctx.edits.applied("split-to-sequence-run-time-sizes", node, detail)
@@ -421,7 +422,8 @@ RULES: dict[str, tuple[str, str]] = {
     ),
     "split-to-sequence-run-time-sizes": (
         "sequence-ops",
-        "SplitToSequence(x, sizes) with sizes a run-time int64[k] -> Split with k outputs",
+        "SplitToSequence(x, sizes) with sizes a run-time int64[k] (or int32[k], cast) -> Split "
+        "with k outputs",
     ),
 }
 """The rewrites this family applies: id -> (group, one line of doc)."""

@@ -256,7 +256,7 @@ def at(ctx: Context, node: ir.Node, scope: Scope, because: Reason | None = None)
     if isinstance(st, Reason):
         return _leave(ctx, node, st, because)
     emit = ctx.edits.emitter(scope, node)
-    out = emit.op("Gather", [st.tensor, position], axis=0)
+    out = ctx.edits.check(emit.op("Gather", [st.tensor, position], axis=0))
     out.type, out.shape = st.tensor.type, st.element
     ctx.edits.replace(node.outputs[0], out, scope)
     return ctx.edits.applied("stacked-at", node, f"Gather of row '{position.name}'")
@@ -295,7 +295,7 @@ def _concat(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     emit = ctx.edits.emitter(scope, node)
     stacked = st.tensor
     if st.least == 0:  # may be empty: fail there, as the original does
-        first = emit.op("Gather", [stacked, emit.int64s([0])], axis=0)
+        first = ctx.edits.check(emit.op("Gather", [stacked, emit.int64s([0])], axis=0))
         first.type, first.shape = stacked.type, ir.Shape([1, *st.element])
         stacked = emit.concat([first, rows.slice_rows(emit, st, 1, rows.END)], 0)
         stacked.type, stacked.shape = st.tensor.type, st.shape()

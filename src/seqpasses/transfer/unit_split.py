@@ -92,7 +92,7 @@ def read_at(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     data, axis, squeeze, diverges = found
     emit = ctx.edits.emitter(scope, node)
     index = position if squeeze else emit.unsqueeze(position, 0)
-    out = emit.op("Gather", [data, index], axis=axis)
+    out = ctx.edits.check(emit.op("Gather", [data, index], axis=axis))
     out.type = data.type
     data_shape = scope.shapes.shape(data)
     if data_shape is not None:
@@ -131,11 +131,13 @@ def _sequence_length(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     return ctx.edits.applied("sequence-length-split", node, f"dim {axis} of '{data.name}'")
 
 
-def _at_least_one(emit: Emitter, data: ir.Value, shape: ir.Shape, axis: int) -> ir.Value:
+def _at_least_one(
+    ctx: Context, emit: Emitter, data: ir.Value, shape: ir.Shape, axis: int
+) -> ir.Value:
     """``data`` again, through a check that fails at run time when it has no slice on
     ``axis`` (a ``Gather`` of slice 0, the rest joined to it): a ConcatFromSequence of no
     slice fails, and so must what replaces it."""
-    first = emit.op("Gather", [data, emit.int64s([0])], axis=axis)
+    first = ctx.edits.check(emit.op("Gather", [data, emit.int64s([0])], axis=axis))
     first.type = data.type
     first.shape = ir.Shape([1 if k == axis else d for k, d in enumerate(shape)])
     rest = emit.op("Slice", [data, emit.int64s([1]), emit.int64s([END]), emit.int64s([axis])])
@@ -171,7 +173,7 @@ def _restack(ctx: Context, node: ir.Node, scope: Scope, new_axis: int) -> bool:
     count = shape[split_axis]
     result = data
     if not (isinstance(count, int) and count >= 1):  # no slice at all: fail, as the original
-        result = _at_least_one(emit, data, shape, split_axis)
+        result = _at_least_one(ctx, emit, data, shape, split_axis)
     if perm != list(range(rank)):
         moved = emit.op("Transpose", [result], perm=perm)
         moved.type = data.type

@@ -217,7 +217,7 @@ def _rewrite_reader(
         index = emit.constant(
             np.array(position - n0 if position >= 0 else position, dtype=np.int64)
         )
-        result = emit.op("Gather", [stacked, index], axis=0)
+        result = ctx.edits.check(emit.op("Gather", [stacked, index], axis=0))
         result.type = stacked.type
         result.shape = ir.Shape(list(stacked.shape)[1:]) if stacked.shape is not None else None
     else:
