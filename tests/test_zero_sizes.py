@@ -121,3 +121,44 @@ def test_a_loops_scan_output_of_elements_with_no_rows(opset: int) -> None:
             n.op_type == "Reshape" and any(a.name == "allowzero" and a.i == 1 for a in n.attribute)
             for n in all_nodes(optimized)
         )
+
+
+# a Loop that may run zero times and yields, each iteration, the second element of a static
+# list of [2, 2] tensors; its body declares that output with no dims (a guess, as exporters
+# write), so ONNX Runtime makes the original's zero-iteration scan output (0,)
+ZERO_TRIP = """
+g (float[2,2] a, float[2,2] b, int64 n) => (float[?,?,?] y) {
+  s = SequenceConstruct(a, b)
+  t = Constant<value = bool {1}>()
+  y = Loop(n, t) <body = body (int64 i, bool c) => (bool co, float[] e) {
+    co = Identity(c)
+    one = Constant<value = int64 {1}>()
+    e = SequenceAt(s, one)
+  }>
+}"""
+
+
+def test_a_zero_iteration_scan_output_has_the_proven_element_shape() -> None:
+    pytest.importorskip("onnxruntime")
+    from spec_programs import _ort_session, run_ort, zero_trip_scan_outputs
+
+    model = _model(ZERO_TRIP, 18)
+    optimized = seqpasses.optimize(model)
+    assert sequence_op_count(optimized) == 0
+    ones = np.ones((2, 2), np.float32)
+    zero = {"a": ones, "b": ones, "n": np.array(0, np.int64)}
+    before = run_ort(_ort_session(model), zero, ["y"])
+    after = run_ort(_ort_session(optimized), zero, ["y"])
+    assert before[1]["y"].shape == (0,)  # the declared guess
+    assert after[1]["y"].shape == (0, 2, 2)  # [0, *E]: E = [2, 2], what every iteration yields
+    assert zero_trip_scan_outputs(optimized, before, after)
+    two = {**zero, "n": np.array(2, np.int64)}
+    assert run_ort(_ort_session(optimized), two, ["y"])[1]["y"].shape == (2, 2, 2)
+    # the judge accepts exactly that: not another shape, not an output that is no scan output
+    wrong = (True, {"y": np.zeros((0, 3, 2), np.float32)})
+    assert not zero_trip_scan_outputs(optimized, before, wrong)
+    other = (True, {"y": np.zeros((0, 2, 2), np.float64)})
+    assert not zero_trip_scan_outputs(optimized, before, other)
+    plain = _model("g (float[0,2] x) => (float[0,2] y) {\n  y = Identity(x)\n}", 18)
+    flat = (True, {"y": np.zeros((0,), np.float32)})
+    assert not zero_trip_scan_outputs(plain, flat, (True, {"y": np.zeros((0, 2), np.float32)}))
