@@ -7,7 +7,7 @@ import onnx.parser
 import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
 
-from seqpasses.passes.dead_code import RemoveDeadNodesPass
+from seqpasses.passes.dead_code import RemoveDeadNodesPass, dead_nodes
 
 
 def test_dead_code_keeps_the_library_passes_semantics() -> None:
@@ -43,3 +43,31 @@ twice (v) => (u) {
     assert dropout.op_type == "Dropout" and list(dropout.output) == ["y0"]
     assert [t.name for t in ours_proto.graph.initializer] == ["used"]
     assert [n.op_type for n in ours_proto.functions[0].node] == ["Add"]
+
+
+def test_protected_nodes_stay_with_what_they_read_and_the_branch_that_holds_them() -> None:
+    # what seqpasses must keep (a check its rewrite emitted, a node that fails at run time)
+    # stays though nothing reads it, and so does an If whose branch holds such a node
+    text = """<ir_version: 8, opset_import: ["" : 18]>
+main (float[2, 3] x, bool flag, int64 p) => (float[2, 3] y) {
+    y = Identity (x)
+    r = Range (p, p, p)
+    check = Gather (x, p)
+    branch = If (flag) <then_branch = t () => (float[2, 3] a) {
+        inner = Gather (x, p)
+        a = Identity (x)
+    }, else_branch = e () => (float[2, 3] b) {
+        b = Identity (x)
+    }>
+    gone = Neg (x)
+}"""
+    model = ir.serde.deserialize_model(onnx.parser.parse_model(text))
+    nodes = {n.name or n.outputs[0].name: n for n in model.graph}
+    branch = nodes["branch"].attributes["then_branch"].as_graph()
+    inner = next(n for n in branch if n.op_type == "Gather")
+    assert {n.op_type for n in dead_nodes(model)} == {"Range", "Gather", "If", "Neg"}
+    done = RemoveDeadNodesPass(protected={nodes["check"], inner})
+    done(model)
+    kept = [n.op_type for n in model.graph]
+    assert kept == ["Identity", "Gather", "If"]  # (Range and Neg go: nothing keeps them)
+    assert [n.op_type for n in branch] == ["Gather", "Identity"]

@@ -221,6 +221,62 @@ def test_reference_fault_split_accepts_sizes_that_do_not_divide_the_dim(sizes: l
     assert [a.shape[0], b.shape[0], c.shape[0]] == [1, 2, 3] == [t.shape[0] for t in q]
 
 
+SCALAR_SPLIT_NO_KEEPDIMS = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
+g (float[N,M] x, int64 s) => (seq(float[?]) q) {
+  q = SplitToSequence<axis = 0, keepdims = 0>(x, s)
+}""")
+
+
+@pytest.mark.parametrize(
+    ("shape", "split"),
+    [((3, 2), 1), ((1, 2), 3), ((3, 0), 2), ((3, 2), 2), ((2, 2), 3), ((0, 2), 3)],
+)
+def test_the_verifiers_split_to_sequence_follows_onnx_runtime(
+    shape: tuple[int, int], split: int
+) -> None:
+    # a scalar split with keepdims=0: ONNX Runtime drops the axis from chunks 1 long on it (a
+    # split of 1, or a dim of 1) and from empty chunks, and fails on any other chunk; the
+    # verifier's kernel does the same (and the spec's, with strict_spec, keeps the axis)
+    feeds = {"x": np.zeros(shape, np.float32), "s": np.array(split, np.int64)}
+    session = pytest.importorskip("onnxruntime").InferenceSession(
+        SCALAR_SPLIT_NO_KEEPDIMS.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    ours = ReferenceEvaluator(SCALAR_SPLIT_NO_KEEPDIMS, new_ops=list(REFERENCE_OVERRIDES))
+    try:
+        expected = [t.shape for t in session.run(None, feeds)[0]]
+    except Exception:
+        with pytest.raises(ValueError, match="ONNX Runtime fails here"):
+            ours.run(None, feeds)
+    else:
+        assert [t.shape for t in ours.run(None, feeds)[0]] == expected
+    from seqpasses.verification.kernels import overrides
+
+    spec = ReferenceEvaluator(SCALAR_SPLIT_NO_KEEPDIMS, new_ops=overrides(strict_spec=True))
+    assert all(t.ndim == 2 for t in spec.run(None, feeds)[0])
+
+
+def test_reference_fault_gather_out_of_range_of_an_empty_tensor_runs() -> None:
+    # numpy.take raises nothing when it takes nothing: index 0 of a [0, 0] tensor on axis 1
+    # gives a [0, 1] tensor on onnx.reference; the spec (and ONNX Runtime) fails
+    model = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
+g (float[N,M] x) => (float[N,1] y) {
+  zero = Constant<value = int64[1] {0}>()
+  y = Gather<axis = 1>(x, zero)
+}""")
+    feeds = {"x": np.zeros((0, 0), np.float32)}
+    assert ReferenceEvaluator(model).run(None, feeds)[0].shape == (0, 1)  # the fault
+    with pytest.raises(IndexError, match="outside"):
+        ReferenceEvaluator(model, new_ops=list(REFERENCE_OVERRIDES)).run(None, feeds)
+    session = pytest.importorskip("onnxruntime").InferenceSession(
+        model.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    with pytest.raises(Exception, match="out of data bounds"):
+        session.run(None, feeds)
+    good = {"x": np.ones((0, 2), np.float32)}
+    fixed = ReferenceEvaluator(model, new_ops=list(REFERENCE_OVERRIDES))
+    assert fixed.run(None, good)[0].shape == (0, 1)
+
+
 # -- the check on models of real size: the changed region, inputs the model runs on ----------
 
 

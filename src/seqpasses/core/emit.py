@@ -18,7 +18,7 @@ import onnx_ir as ir
 from seqpasses.core.dims import Dim, add_dims, dim_of
 from seqpasses.core.sequence import sequence_dtype
 
-__all__ = ["Emitter"]
+__all__ = ["Emitter", "merge_form"]
 
 
 def _shape_dims(value: ir.Value) -> list[Dim] | None:
@@ -198,6 +198,84 @@ class Emitter:
                 out.shape = ir.Shape([*dims[:axis], ir.SymbolicDim(None), *dims[axis + 1 :]])
         return list(node.outputs)
 
+    def merge_axes(
+        self, x: ir.Value, dims: Sequence[Dim], axis: int, first_positive: bool
+    ) -> ir.Value | None:
+        """``x`` (of dims ``dims``) with axes ``axis`` and ``axis + 1`` merged into one, row
+        major: a ``Reshape`` whose target is right for every size, zero included; None where
+        the opset gives no such target (see :func:`merge_form`). ``first_positive``: dim
+        ``axis`` is at least 1 at run time."""
+        form = merge_form(dims, axis, first_positive, self.opset)
+        if form is None:
+            return None
+        int64 = ir.TensorType(ir.DataType.INT64)
+        tail = list(dims[axis + 2 :])
+        if form == "infer":
+            target = self.int64s([0] * axis + [-1] + [d for d in tail if isinstance(d, int)])
+            out = self.op("Reshape", [x, target])
+            out.type = x.type
+            return out
+        first, second = dims[axis], dims[axis + 1]
+        known = first * second if isinstance(first, int) and isinstance(second, int) else None
+        shape: ir.Value | None = None
+        if known is None or form == "exact":
+            shape = self.op("Shape", [x])
+            shape.type, shape.shape = int64, ir.Shape([len(dims)])
+        merged: ir.Value | None = None
+        if known is None:
+            assert shape is not None
+            factors = [
+                self.int64s([d]) if isinstance(d, int) else self._dim(shape, k)
+                for k, d in ((axis, first), (axis + 1, second))
+            ]
+            merged = self.op("Mul", factors)
+            merged.type, merged.shape = int64, ir.Shape([1])
+        if form == "exact":  # opset 14+: every dim literal (allowzero), read off x where needed
+            assert shape is not None
+            parts = [
+                self.int64s([d]) if isinstance(d, int) else self._dim(shape, k)
+                for k, d in enumerate(dims[:axis])
+            ]
+            parts.append(merged if merged is not None else self.int64s([known or 0]))
+            parts += [
+                self.int64s([d]) if isinstance(d, int) else self._dim(shape, axis + 2 + k)
+                for k, d in enumerate(tail)
+            ]
+            target = parts[0] if len(parts) == 1 else self.concat(parts, 0)
+            target.type, target.shape = int64, ir.Shape([len(dims) - 1])
+            out = self.op("Reshape", [x, target], allowzero=1)
+            out.type = x.type
+            return out
+        # the same rank, a 1 beside the merged dim: every other dim is copied (a 0 in the
+        # target) from the same place in x; a merged dim of 0 copies the dim at its place,
+        # which is 0 too: the second one (one-before: the first is at least 1) or the first
+        # (one-after: the second is positive)
+        before = form == "one-before"
+        head, rest = [0] * axis, [0] * len(tail)
+        if merged is None:
+            assert known is not None
+            pair = [1, known] if before else [known, 1]
+            target = self.int64s([*head, *pair, *rest])
+        else:
+            one = self.int64s([1])
+            pieces = ([self.int64s(head)] if head else []) + (
+                [one, merged] if before else [merged, one]
+            )
+            pieces += [self.int64s(rest)] if rest else []
+            target = self.concat(pieces, 0)
+            target.type, target.shape = int64, ir.Shape([len(dims)])
+        kept = self.op("Reshape", [x, target])
+        kept.type = x.type
+        size: Dim = ir.SymbolicDim(None) if known is None else known
+        pair_dims: list[Dim] = [1, size] if before else [size, 1]
+        kept.shape = ir.Shape([*dims[:axis], *pair_dims, *tail])
+        return self.squeeze(kept, axis if before else axis + 1)
+
+    def _dim(self, shape: ir.Value, k: int) -> ir.Value:
+        out = self.op("Gather", [shape, self.int64s([k])], axis=0)
+        out.type, out.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([1])
+        return out
+
     def sequence_construct(
         self, elements: Sequence[ir.Value], dtype: ir.DataType | None, like: ir.Value
     ) -> ir.Value:
@@ -215,6 +293,31 @@ class Emitter:
         out = self._add("SequenceEmpty", [], attributes).outputs[0]
         _sequence_type(out, dtype or ir.DataType.FLOAT, like)
         return out
+
+
+def merge_form(dims: Sequence[Dim], axis: int, first_positive: bool, opset: int) -> str | None:
+    """How :meth:`Emitter.merge_axes` writes its ``Reshape``, or None where no target is right
+    for every size. A ``-1`` cannot be inferred when the other dims multiply to 0, and before
+    opset 14 (no ``allowzero``) a ``0`` in the target copies the input's dim at that place:
+
+    - ``infer``: ``[0, ..., -1, tail]`` when every dim but the two merged is a known positive
+      number (the -1 is then always inferred);
+    - ``one-before`` / ``one-after``: a target of the same rank with a 1 beside the merged dim
+      (then squeezed): right when dim ``axis`` is at least 1 (``first_positive``), or when dim
+      ``axis + 1`` is a known positive number;
+    - ``exact``: from opset 14, the target's every dim, with ``allowzero=1``.
+    """
+
+    def positive(d: Dim) -> bool:
+        return isinstance(d, int) and d > 0
+
+    if all(positive(d) for k, d in enumerate(dims) if k not in (axis, axis + 1)):
+        return "infer"
+    if first_positive:
+        return "one-before"
+    if positive(dims[axis + 1]):
+        return "one-after"
+    return "exact" if opset >= 14 else None
 
 
 def concat_shape(inputs: Sequence[ir.Value], axis: int) -> ir.Shape | None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 import onnx_ir as ir
 
 __all__ = [
+    "FAILING_KINDS",
     "REASON_KINDS",
     "PositionError",
     "Reason",
@@ -25,6 +26,7 @@ __all__ = [
     "normalize_at_position",
     "normalize_insert_position",
     "sequence_dtype",
+    "split_squeezes",
 ]
 
 
@@ -62,6 +64,29 @@ def sequence_dtype(value: ir.Value | None) -> ir.DataType | None:
     if isinstance(type_, ir.SequenceType) and isinstance(type_.elem_type, ir.TensorType):
         return type_.elem_type.dtype
     return None
+
+
+def split_squeezes(
+    split_rank: int | None, keepdims: bool, unit_chunks: bool, strict_spec: bool, empty: bool
+) -> bool | None:
+    """Whether ``SplitToSequence`` drops the split axis from its chunks; None where ONNX
+    Runtime fails at run time. One rule for the transfers and the verifier's kernel.
+
+    ``split_rank``: None when no ``split`` is given, 0 for a scalar, 1 for sizes;
+    ``unit_chunks``: every chunk is 1 long on the axis; ``empty``: the input has no element.
+
+    - no ``split``: chunks of one, squeezed when ``keepdims=0`` (spec and ONNX Runtime agree);
+    - sizes: ``keepdims`` is ignored, nothing is squeezed;
+    - a scalar: the spec ignores ``keepdims`` (``strict_spec``: nothing is squeezed). ONNX
+      Runtime, with ``keepdims=0``, reshapes every chunk to drop the axis: right when each chunk
+      is 1 long there (a split of 1, or a dim of 1) or holds no element; any other chunk makes
+      that reshape, so the op, fail.
+    """
+    if split_rank is None:
+        return not keepdims
+    if split_rank != 0 or keepdims or strict_spec:
+        return False
+    return True if unit_chunks or empty else None
 
 
 class StaticSequence:
@@ -183,6 +208,9 @@ REASON_KINDS: dict[str, str] = {
     "limit": "a rewrite past a limit seqpasses keeps on its work (--max-split, --node-budget)",
 }
 """Why a node can be left, by kind (rule files that show a node being left name its kind)."""
+
+FAILING_KINDS = frozenset({"out-of-range", "run-time-failure"})
+"""The kinds of a node left because it fails at run time (whatever the walk decides later)."""
 
 
 @dataclass(frozen=True)

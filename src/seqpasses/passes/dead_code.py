@@ -10,51 +10,53 @@ what it removes); then the rest of the library pass's job is done with its seman
 empty inputs dropped, unused optional outputs unnamed (schemas looked up once per op and
 opset), unused initializers of the main graph removed, function bodies cleaned alike. Graph
 inputs and outputs never change.
+
+seqpasses gives it the nodes it must keep even when nothing reads them (``protected``: what
+was dead in the model it was given, what fails at run time as it stands, the checks its
+rewrites emit: a failure is an output too), and :func:`dead_nodes` finds the first.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Collection
 
 import onnx
 import onnx_ir as ir
 
 from seqpasses.core.graph import clear_inputs, drop_subgraphs, is_default, onnx_opset, subgraphs
 
-__all__ = ["RemoveDeadNodesPass", "remove_dead_nodes"]
+__all__ = ["RemoveDeadNodesPass", "dead_nodes", "remove_dead_nodes"]
 
 
 def remove_dead_nodes(
-    graph: ir.Graph | ir.Function, removed: list[ir.Node], opset: int | None = None
-) -> None:
+    graph: ir.Graph | ir.Function,
+    removed: list[ir.Node],
+    opset: int | None = None,
+    protected: Collection[ir.Node] = frozenset(),
+) -> bool:
     """Remove the nodes of ``graph`` (and of its live nodes' subgraphs, at any depth) that
     reach none of its outputs, appending them to ``removed``; tidy the inputs and outputs of
-    the nodes left (ONNX opset ``opset``, by default the graph's own import).
+    the nodes left (ONNX opset ``opset``, by default the graph's own import). Whether a
+    ``protected`` node stays in it (at any depth).
 
     A node read only from inside the subgraph of a dead node is dead too. Liveness is marked
     from the outputs backwards, so the order of the nodes does not matter (an unrolled or
     inlined copy may leave them unsorted). Subgraphs are cleaned first: what a dead node
-    inside a branch read must not keep an outer node alive."""
+    inside a branch read must not keep an outer node alive. ``protected`` nodes are live
+    whatever reads them, and so is a node whose subgraph holds one (a run-time check inside
+    a branch runs when the branch does)."""
     opset = onnx_opset(graph.opset_imports) if opset is None else opset
     holders = []
+    rooted: list[ir.Node] = []
     for node in graph:
         inner = subgraphs(node)
         if inner:
             holders.append(node)
-            for _, held in inner:
-                remove_dead_nodes(held, removed, opset)
-    owner = graph.graph if isinstance(graph, ir.Function) else graph
-    live: set[ir.Node] = set()
-    stack = [p for p in (v.producer() for v in graph.outputs) if p is not None]
-    while stack:
-        node = stack.pop()
-        if node in live or node.graph is not owner:
-            continue
-        live.add(node)
-        for value in _reads(node):
-            producer = value.producer() if value is not None else None
-            if producer is not None and producer not in live:
-                stack.append(producer)
+            held = [remove_dead_nodes(g, removed, opset, protected) for _, g in inner]
+            if any(held):
+                rooted.append(node)
+    live = _live(graph, protected, rooted)
     if len(live) != len(graph):
         dead = [node for node in graph if node not in live]
         for node in holders:
@@ -67,6 +69,53 @@ def remove_dead_nodes(
     outputs = frozenset(graph.outputs)
     for node in graph:
         _tidy(node, outputs, opset)
+    if not protected:
+        return False
+    return bool(rooted) or any(node in protected for node in graph)
+
+
+def dead_nodes(model: ir.Model) -> set[ir.Node]:
+    """The nodes :func:`remove_dead_nodes` would remove from ``model`` (main graph,
+    subgraphs at any depth, functions), removing nothing."""
+    dead: set[ir.Node] = set()
+
+    def mark(graph: ir.Graph | ir.Function) -> None:
+        for node in graph:
+            for _, inner in subgraphs(node):
+                mark(inner)
+        live = _live(graph, frozenset(), [], skip=dead)
+        dead.update(node for node in graph if node not in live)
+
+    mark(model.graph)
+    for function in model.functions.values():
+        mark(function)
+    return dead
+
+
+def _live(
+    graph: ir.Graph | ir.Function,
+    protected: Collection[ir.Node],
+    rooted: list[ir.Node],
+    skip: Collection[ir.Node] = frozenset(),
+) -> set[ir.Node]:
+    """The nodes of ``graph`` its outputs, its ``protected`` nodes and ``rooted`` depend on
+    (what nodes of ``skip`` in subgraphs read does not count)."""
+    owner = graph.graph if isinstance(graph, ir.Function) else graph
+    live: set[ir.Node] = set()
+    stack = [p for p in (v.producer() for v in graph.outputs) if p is not None]
+    stack += rooted
+    if protected:
+        stack += [node for node in graph if node in protected]
+    while stack:
+        node = stack.pop()
+        if node in live or node.graph is not owner:
+            continue
+        live.add(node)
+        for value in _reads(node, skip):
+            producer = value.producer() if value is not None else None
+            if producer is not None and producer not in live:
+                stack.append(producer)
+    return live
 
 
 def _tidy(node: ir.Node, graph_outputs: frozenset[ir.Value], opset: int | None) -> None:
@@ -124,15 +173,17 @@ def _optional_outputs(op_type: str, opset: int | None) -> tuple[bool, ...] | Non
     return flags if any(flags) else None
 
 
-def _reads(node: ir.Node) -> list[ir.Value | None]:
+def _reads(node: ir.Node, skip: Collection[ir.Node] = frozenset()) -> list[ir.Value | None]:
     """What ``node`` reads: its inputs, and every value its subgraphs (at any depth) read or
-    return (a branch may return an outer value as it is)."""
+    return (a branch may return an outer value as it is), but for their nodes in ``skip``."""
     reads = list(node.inputs)
     graphs = [g for _, g in subgraphs(node)]
     while graphs:
         inner = graphs.pop()
         reads.extend(inner.outputs)
         for held in inner:
+            if held in skip:
+                continue
             reads.extend(held.inputs)
             graphs.extend(g for _, g in subgraphs(held))
     return reads
@@ -140,17 +191,18 @@ def _reads(node: ir.Node) -> list[ir.Value | None]:
 
 class RemoveDeadNodesPass(ir.passes.InPlacePass):
     """Dead nodes of the main graph, its subgraphs and its functions, removed in one batch per
-    graph, and unused initializers of the main graph (see the module's docstring).
-    ``removed`` lists the nodes it took out."""
+    graph, and unused initializers of the main graph (see the module's docstring), but for
+    the ``protected`` nodes (and what they read). ``removed`` lists the nodes it took out."""
 
-    def __init__(self) -> None:
+    def __init__(self, protected: Collection[ir.Node] = frozenset()) -> None:
         super().__init__()
         self.removed: list[ir.Node] = []
+        self.protected = protected
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
-        remove_dead_nodes(model.graph, self.removed)
+        remove_dead_nodes(model.graph, self.removed, protected=self.protected)
         for function in model.functions.values():
-            remove_dead_nodes(function, self.removed)
+            remove_dead_nodes(function, self.removed, protected=self.protected)
         graph = model.graph
         kept = frozenset([*graph.inputs, *graph.outputs])
         unused = [

@@ -8,7 +8,7 @@ import onnx_ir as ir
 
 from seqpasses.core.graph import unique_value_names
 from seqpasses.options import FoldOptions
-from seqpasses.passes.dead_code import RemoveDeadNodesPass
+from seqpasses.passes.dead_code import RemoveDeadNodesPass, dead_nodes
 from seqpasses.passes.inline_functions import fold_with_functions_inlined, sequence_functions
 from seqpasses.passes.record_left import RecordLeftPass
 from seqpasses.passes.repair_shapes import RepairShapesPass, repair_declarations
@@ -27,7 +27,9 @@ class FoldSequencesPass(ir.passes.InPlacePass):
        the element, ``SequenceLength`` -> a Constant, ``ConcatFromSequence`` -> ``Concat``,
        ``SplitToSequence`` -> ``Split``, control flow, loops);
     2. :class:`~seqpasses.passes.repair_shapes.RepairShapesPass`: declared shapes made untrue;
-    3. :class:`~seqpasses.passes.dead_code.RemoveDeadNodesPass`: dead producers;
+    3. :class:`~seqpasses.passes.dead_code.RemoveDeadNodesPass`: producers the rewrites made
+       dead; not a node dead in the model as given, one that fails at run time or a check a
+       rewrite emitted (:meth:`~seqpasses.walk.edits.Edits.protected`: failures are kept);
     4. :class:`~seqpasses.passes.record_left.RecordLeftPass`: what stays, and why.
 
     Model-local functions whose sequences cross their boundary are inlined when that leaves
@@ -64,9 +66,11 @@ class FoldSequencesPass(ir.passes.InPlacePass):
     def _fold(self, model: ir.Model, report: Report) -> bool:
         """The four passes on ``model``, recording into ``report``; whether it changed."""
         walk = WalkPass(self.options, report)
+        edits = walk.walker.edits
+        edits.dead_in_input = dead_nodes(model)  # (not removed: only what the rewrites kill)
         walk(model)
         RepairShapesPass(walk.walker)(model)
-        dead = RemoveDeadNodesPass()
+        dead = RemoveDeadNodesPass(edits.protected(model))
         dead(model)
         walk.walker.edits.drop_unused()
         created = walk.walker.edits.created

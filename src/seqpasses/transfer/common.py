@@ -37,11 +37,12 @@ def concat_new_axis(ctx: Context, node: ir.Node) -> int | None:
 
 
 def follows_ort(ctx: Context, node: ir.Node, values: Iterable[ir.Value], what: str) -> None:
-    """Record a rewrite that squeezed a scalar split 1 with ``keepdims=0`` as ONNX Runtime does:
-    a report note, and the values whose declared shapes may follow the spec instead."""
+    """Record a rewrite that squeezed chunks of one of a scalar split with ``keepdims=0`` as
+    ONNX Runtime does: a report note, and the values whose declared shapes may follow the spec
+    instead."""
     ctx.edits.note(
-        f"{label(node)}: {what} (scalar split 1 with keepdims=0: follows ONNX Runtime/PyTorch; "
-        "--strict-spec keeps the axis)"
+        f"{label(node)}: {what} (scalar split with keepdims=0 into chunks of one: follows ONNX "
+        "Runtime/PyTorch; --strict-spec keeps the axis)"
     )
     ctx.edits.diverged.extend(values)
 

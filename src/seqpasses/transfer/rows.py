@@ -107,7 +107,7 @@ def normalized(
         where.type, where.shape = back.type, ir.Shape([1])
     found = emit.op("Gather", [positions, where], axis=0)
     found.type, found.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([1])
-    return found
+    return ctx.edits.check(found)  # (out of range it fails, whatever reads it)
 
 
 def slice_rows(

@@ -27,6 +27,7 @@ from seqpasses.core.sequence import (
     StackedSequence,
     StaticSequence,
     sequence_dtype,
+    split_squeezes,
 )
 from seqpasses.core.shapes import ShapeOracle
 from seqpasses.transfer import stacked, unit_split
@@ -239,8 +240,11 @@ def _concat_from_sequence(ctx: Context, node: ir.Node, scope: Scope) -> bool:
 def _split_sizes(
     ctx: Context, node: ir.Node, dim: int | None
 ) -> tuple[list[int] | None, bool, Reason | None]:
-    """Split sizes for SplitToSequence, whether the chunks are squeezed, or why not known."""
-    keepdims = node.attributes.get_int("keepdims", 1)
+    """Split sizes for SplitToSequence, whether the chunks are squeezed (a ``Squeeze`` of
+    chunks 1 long on the axis: ONNX Runtime's squeeze of empty chunks of another length is a
+    reshape, not rewritten), or why not known."""
+    keepdims = bool(node.attributes.get_int("keepdims", 1))
+    strict = ctx.options.strict_spec
     split = node.inputs[1] if len(node.inputs) > 1 else None
     unknown_dim = Reason(
         "unknown-shape", "split axis dim unknown: the number of chunks is not static"
@@ -254,7 +258,7 @@ def _split_sizes(
         too_many = ctx.too_many_pieces(dim, f"chunks of one of a dim of {dim}")
         if too_many is not None:
             return None, False, too_many
-        return [1] * dim, keepdims == 0, None
+        return [1] * dim, bool(split_squeezes(None, keepdims, True, strict, False)), None
     array = ctx.const_array(split)
     if array is None:
         return (
@@ -275,7 +279,7 @@ def _split_sizes(
         if sum(sizes) != dim:
             text = f"split sizes sum to {sum(sizes)}, axis dim is {dim}: left to fail at run time"
             return None, False, Reason("run-time-failure", text)
-        return sizes, False, None
+        return sizes, bool(split_squeezes(1, keepdims, False, strict, False)), None
     if array.ndim != 0:
         return None, False, Reason("invalid", f"split has rank {array.ndim}, not 0 or 1")
     chunk = int(array)
@@ -290,7 +294,14 @@ def _split_sizes(
     if too_many is not None:
         return None, False, too_many
     sizes = [chunk] * (dim // chunk) + ([dim % chunk] if dim % chunk else [])
-    squeeze = chunk == 1 and keepdims == 0 and not ctx.options.strict_spec
+    squeeze = split_squeezes(0, keepdims, all(s == 1 for s in sizes), strict, False)
+    if squeeze is None:
+        text = (
+            f"a scalar split of {chunk} with keepdims=0 makes chunks {sizes[0]} long on the "
+            "axis: ONNX Runtime fails at run time dropping that axis (unless the input has no "
+            "element); left as is (--strict-spec follows the spec, which ignores keepdims here)"
+        )
+        return None, False, Reason("run-time-failure", text)
     return sizes, squeeze, None
 
 
@@ -355,9 +366,27 @@ def _written_back(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     return True
 
 
+def _spec_keepdims(ctx: Context, node: ir.Node) -> None:
+    """With ``strict_spec``, a split given with ``keepdims=0`` gets ``keepdims=1``: the spec
+    ignores keepdims when a split is given, so this means the same to it, and ONNX Runtime
+    (which drops the axis of a scalar split's chunks, or fails) then follows the spec too,
+    where the node stays."""
+    split = node.inputs[1] if len(node.inputs) > 1 else None
+    if (
+        not ctx.options.strict_spec
+        or ctx.edits.dry
+        or split is None
+        or node.attributes.get_int("keepdims", 1) != 0
+    ):
+        return
+    node.attributes["keepdims"] = ir.AttrInt64("keepdims", 1)
+    ctx.edits.applied("split-to-sequence-spec-keepdims", node, "keepdims=0 -> 1 (ignored)")
+
+
 def _split_to_sequence(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     if _written_back(ctx, node, scope):
         return True
+    _spec_keepdims(ctx, node)
     data = node.inputs[0]
     shape = scope.shapes.shape(data) if data is not None else None
     if data is None or shape is None:
@@ -381,6 +410,7 @@ def _split_to_sequence(ctx: Context, node: ir.Node, scope: Scope) -> bool:
         split = node.inputs[1]
         assert split is not None
         parts = ctx.edits.emitter(scope, node).split_by(data, axis, split, count)
+        ctx.edits.check(parts[0])  # (sizes that do not sum fail, whatever reads the chunks)
         ctx.facts.values[node.outputs[0]] = StaticSequence(tuple(parts), data.dtype)
         detail = f"{count} chunks on axis {axis}"
         return ctx.edits.applied("split-to-sequence-run-time-sizes", node, detail)
@@ -416,9 +446,15 @@ RULES: dict[str, tuple[str, str]] = {
         "ConcatFromSequence(new_axis=1) -> Unsqueeze each element + Concat",
     ),
     "split-to-sequence": ("sequence-ops", "SplitToSequence -> Split (+ Squeeze)"),
+    "split-to-sequence-spec-keepdims": (
+        "sequence-ops",
+        "with --strict-spec, SplitToSequence(x, split) with keepdims=0 -> keepdims=1 (the spec "
+        "ignores it when a split is given; ONNX Runtime then follows the spec)",
+    ),
     "split-to-sequence-run-time-sizes": (
         "sequence-ops",
-        "SplitToSequence(x, sizes) with sizes a run-time int64[k] -> Split with k outputs",
+        "SplitToSequence(x, sizes) with sizes a run-time int64[k] (or int32[k], cast) -> Split "
+        "with k outputs",
     ),
 }
 """The rewrites this family applies: id -> (group, one line of doc)."""

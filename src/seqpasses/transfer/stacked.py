@@ -256,7 +256,7 @@ def at(ctx: Context, node: ir.Node, scope: Scope, because: Reason | None = None)
     if isinstance(st, Reason):
         return _leave(ctx, node, st, because)
     emit = ctx.edits.emitter(scope, node)
-    out = emit.op("Gather", [st.tensor, position], axis=0)
+    out = ctx.edits.check(emit.op("Gather", [st.tensor, position], axis=0))
     out.type, out.shape = st.tensor.type, st.element
     ctx.edits.replace(node.outputs[0], out, scope)
     return ctx.edits.applied("stacked-at", node, f"Gather of row '{position.name}'")
@@ -292,14 +292,10 @@ def _concat(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     if st.length == 0:
         text = "ConcatFromSequence of an empty sequence fails at run time; left as is"
         return ctx.facts.leave(node, Reason("run-time-failure", text))
-    merged = [d if isinstance(d, int) else -1 for d in st.element[axis + 1 :]]
-    if not new_axis and merged.count(-1):
-        text = "dims after the concat axis are not numbers"
-        return ctx.facts.leave(node, Reason("unknown-shape", text))
     emit = ctx.edits.emitter(scope, node)
     stacked = st.tensor
     if st.least == 0:  # may be empty: fail there, as the original does
-        first = emit.op("Gather", [stacked, emit.int64s([0])], axis=0)
+        first = ctx.edits.check(emit.op("Gather", [stacked, emit.int64s([0])], axis=0))
         first.type, first.shape = stacked.type, ir.Shape([1, *st.element])
         stacked = emit.concat([first, rows.slice_rows(emit, st, 1, rows.END)], 0)
         stacked.type, stacked.shape = st.tensor.type, st.shape()
@@ -309,18 +305,24 @@ def _concat(ctx: Context, node: ir.Node, scope: Scope) -> bool:
         perm = [*range(1, axis + 1), 0, *range(axis + 1, rank + 1)]
         result = emit.op("Transpose", [stacked], perm=perm)
         result.type, result.shape = stacked.type, ir.Shape([dims[p] for p in perm])
-    if not new_axis:  # merge it into the next axis
-        target = emit.int64s([0] * axis + [-1] + merged)
+    if not new_axis:  # merge it into the next axis (n is at least 1 here: see above)
+        moved = [*st.element[:axis], st.length, *st.element[axis:]]
+        merged = emit.merge_axes(result, moved, axis, first_positive=True)
+        assert merged is not None  # (a first dim of at least 1 always has a form)
         joined = st.element[axis]
         size = (
             bounded(st.length * joined)
             if isinstance(st.length, int) and isinstance(joined, int)
             else None
         )
-        result = emit.op("Reshape", [result, target])
+        result = merged
         result.type = stacked.type
         result.shape = ir.Shape(
-            [*st.element[:axis], ir.SymbolicDim(None) if size is None else size, *merged]
+            [
+                *st.element[:axis],
+                ir.SymbolicDim(None) if size is None else size,
+                *st.element[axis + 1 :],
+            ]
         )
     ctx.edits.replace(node.outputs[0], result, scope)
     detail = f"new_axis={new_axis}, axis {axis} of a [n, *E] tensor"

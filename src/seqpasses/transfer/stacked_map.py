@@ -53,6 +53,7 @@ def map_stacked(
         ctx.edits.rollback(mark)
         return over
     copy = body.clone(allow_outer_scope_values=True)
+    ctx.edits.record_clone(copy, body)
     count = ir.Value(name=f"{node.name or 'map'}_i", type=ir.TensorType(ir.DataType.INT64))
     count.shape = ir.Shape([])
     go = ir.Value(name=f"{node.name or 'map'}_cond", type=ir.TensorType(ir.DataType.BOOL))

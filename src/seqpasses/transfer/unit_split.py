@@ -10,8 +10,8 @@ even when that length is known only at run time:
 2. ``SequenceLength(s)`` -> ``Gather(Shape(x), axis)``.
 3. ``ConcatFromSequence(s)``: squeezed slices stacked again -> a ``Transpose`` of ``x`` (or
    ``x``); laid end to end -> a ``Reshape`` (after a ``Transpose``); kept slices concatenated on
-   the split axis -> ``x``. With zero slices the original fails at run time and this gives an
-   empty tensor, as for loops (README, "Loops").
+   the split axis -> ``x``. With zero slices the original fails at run time: where the axis
+   may be 0 long, ``x`` goes through a ``Gather`` of slice 0 first, which fails there too.
 """
 
 from __future__ import annotations
@@ -19,20 +19,24 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
+from seqpasses.core.emit import Emitter
 from seqpasses.core.graph import is_default
-from seqpasses.core.sequence import Reason
+from seqpasses.core.sequence import Reason, split_squeezes
 from seqpasses.transfer.common import concat_new_axis, follows_ort
 from seqpasses.walk.context import Context, Entry, Scope
 
 __all__ = ["RULES", "TABLE", "find", "read_at"]
+
+END = 2**63 - 1
 
 
 def find(
     ctx: Context, value: ir.Value | None, scope: Scope
 ) -> tuple[ir.Value, int, bool, bool] | None:
     """``(data, axis, squeezed, follows_ort)`` when ``value`` is ``SplitToSequence(data)`` cut
-    into chunks of one along ``axis``. ``follows_ort``: squeezed only because ONNX Runtime
-    squeezes a scalar split 1 with ``keepdims=0`` (the spec keeps the axis)."""
+    into chunks of one along ``axis`` (no split, a scalar split of 1, or any scalar split of a
+    dim of 1). ``follows_ort``: squeezed only because ONNX Runtime squeezes such chunks of a
+    scalar split with ``keepdims=0`` (the spec keeps the axis: see ``split_squeezes``)."""
     while value is not None:
         producer = value.producer()
         if producer is None or not is_default(producer):
@@ -47,15 +51,18 @@ def find(
         axis = producer.attributes.get_int("axis", 0)
         if shape is None or not -len(shape) <= axis < len(shape):
             return None
-        keepdims = producer.attributes.get_int("keepdims", 1)
+        keepdims = bool(producer.attributes.get_int("keepdims", 1))
         split = producer.inputs[1] if len(producer.inputs) > 1 else None
         axis = axis + len(shape) if axis < 0 else axis
+        strict = ctx.options.strict_spec
         if split is None:
-            return data, axis, keepdims == 0, False
+            return data, axis, bool(split_squeezes(None, keepdims, True, strict, False)), False
         array = ctx.const_array(split)
-        if array is None or array.ndim != 0 or int(array) != 1:
+        if array is None or array.ndim != 0 or int(array) < 1:
             return None
-        squeeze = keepdims == 0 and not ctx.options.strict_spec
+        if int(array) != 1 and shape[axis] != 1:
+            return None  # chunks longer than one
+        squeeze = bool(split_squeezes(0, keepdims, True, strict, False))
         return data, axis, squeeze, squeeze
     return None
 
@@ -85,7 +92,7 @@ def read_at(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     data, axis, squeeze, diverges = found
     emit = ctx.edits.emitter(scope, node)
     index = position if squeeze else emit.unsqueeze(position, 0)
-    out = emit.op("Gather", [data, index], axis=axis)
+    out = ctx.edits.check(emit.op("Gather", [data, index], axis=axis))
     out.type = data.type
     data_shape = scope.shapes.shape(data)
     if data_shape is not None:
@@ -124,6 +131,23 @@ def _sequence_length(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     return ctx.edits.applied("sequence-length-split", node, f"dim {axis} of '{data.name}'")
 
 
+def _at_least_one(
+    ctx: Context, emit: Emitter, data: ir.Value, shape: ir.Shape, axis: int
+) -> ir.Value:
+    """``data`` again, through a check that fails at run time when it has no slice on
+    ``axis`` (a ``Gather`` of slice 0, the rest joined to it): a ConcatFromSequence of no
+    slice fails, and so must what replaces it."""
+    first = ctx.edits.check(emit.op("Gather", [data, emit.int64s([0])], axis=axis))
+    first.type = data.type
+    first.shape = ir.Shape([1 if k == axis else d for k, d in enumerate(shape)])
+    rest = emit.op("Slice", [data, emit.int64s([1]), emit.int64s([END]), emit.int64s([axis])])
+    rest.type = data.type
+    rest.shape = ir.Shape([ir.SymbolicDim(None) if k == axis else d for k, d in enumerate(shape)])
+    joined = emit.concat([first, rest], axis)
+    joined.type, joined.shape = data.type, shape
+    return joined
+
+
 def _restack(ctx: Context, node: ir.Node, scope: Scope, new_axis: int) -> bool:
     found = find(ctx, node.inputs[0], scope)
     axis_attr = node.attributes.get("axis")
@@ -145,26 +169,31 @@ def _restack(ctx: Context, node: ir.Node, scope: Scope, new_axis: int) -> bool:
         return False
     perm = [d for d in range(rank) if d != split_axis]
     perm.insert(axis, split_axis)
-    after = [d for d in [shape[k] for k in perm][axis + 2 :] if isinstance(d, int)]
-    if merge and len(after) != rank - axis - 2:
-        return False
     emit = ctx.edits.emitter(scope, node)
+    count = shape[split_axis]
     result = data
+    if not (isinstance(count, int) and count >= 1):  # no slice at all: fail, as the original
+        result = _at_least_one(ctx, emit, data, shape, split_axis)
     if perm != list(range(rank)):
-        result = emit.op("Transpose", [data], perm=perm)
-        result.type = data.type
-        result.shape = ir.Shape([shape[d] for d in perm])
+        moved = emit.op("Transpose", [result], perm=perm)
+        moved.type = data.type
+        moved.shape = ir.Shape([shape[d] for d in perm])
+        result = moved
     if merge:
-        target = emit.int64s([0] * axis + [-1] + after)
-        result = emit.op("Reshape", [result, target])
+        dims = [shape[d] for d in perm]
+        merged = emit.merge_axes(result, dims, axis, first_positive=True)
+        assert merged is not None  # (a first dim of at least 1 always has a form)
+        result = merged
         result.type = data.type
     if diverges:
         follows_ort(ctx, node, [result], "stacks the slices squeezed")
     ctx.edits.replace(node.outputs[0], result, scope)
-    moved = "its input" if axis == split_axis else f"Transpose {axis_attr.as_int()}<-{split_axis}"
-    moved += ", merged by Reshape" if merge else ""
+    moved_text = (
+        "its input" if axis == split_axis else f"Transpose {axis_attr.as_int()}<-{split_axis}"
+    )
+    moved_text += ", merged by Reshape" if merge else ""
     return ctx.edits.applied(
-        "concat-of-split", node, f"chunks of one on axis {split_axis}: {moved}"
+        "concat-of-split", node, f"chunks of one on axis {split_axis}: {moved_text}"
     )
 
 

@@ -1,6 +1,7 @@
 """Spec-exact kernels that replace onnx.reference's where it departs from the ONNX spec.
 
-The reference evaluator of onnx 1.23 has known faults on sequences (and a lenient Split); the
+The reference evaluator of onnx 1.23 has known faults on sequences (and a lenient Split and
+Gather); the
 verifier swaps these kernels in (:data:`REFERENCE_OVERRIDES`) so that a correct rewrite is not
 reported as a mismatch and a wrong one is not hidden. ``tests/test_verify.py`` shows each
 fault next to the spec's answer.
@@ -14,8 +15,11 @@ from typing import Any
 import numpy as np
 import onnx
 from onnx.reference.op_run import OpRun
+from onnx.reference.ops.op_gather import Gather as _ReferenceGather
 from onnx.reference.ops.op_loop import Loop as _ReferenceLoop
 from onnx.reference.ops.op_split import CommonSplit
+
+from seqpasses.core.sequence import split_squeezes
 
 __all__ = ["REFERENCE_OVERRIDES", "overrides"]
 
@@ -205,34 +209,40 @@ class Split(CommonSplit):
 
 
 class _SplitToSequenceBase(OpRun):
-    squeeze_scalar_one = True
+    strict_spec = False
 
     def _run(
         self, mat: Any, split: Any = None, axis: int = 0, keepdims: int = 1
     ) -> tuple[list[Any]]:
         axis = axis + mat.ndim if axis < 0 else axis
         dim = mat.shape[axis]
-        squeeze = False
+        rank = None if split is None else np.asarray(split).ndim
         if split is None:
             sizes = [1] * dim
-            squeeze = not keepdims
-        elif np.asarray(split).ndim == 0:
+        elif rank == 0:
             chunk = int(split)
             if chunk <= 0:
                 raise ValueError(f"SplitToSequence: scalar split {chunk} is not positive")
             sizes = [chunk] * (dim // chunk) + ([dim % chunk] if dim % chunk else [])
-            squeeze = self.squeeze_scalar_one and chunk == 1 and not keepdims
         else:
             sizes = _checked_sizes(split, dim, "SplitToSequence")
+        unit = all(s == 1 for s in sizes)
+        squeeze = split_squeezes(rank, bool(keepdims), unit, self.strict_spec, mat.size == 0)
+        if squeeze is None:
+            raise ValueError(
+                f"SplitToSequence: chunks {sizes} with keepdims=0 cannot drop the axis "
+                "(ONNX Runtime fails here)"
+            )
         bounds = np.cumsum([0, *sizes])
         parts = [np.take(mat, np.arange(a, b), axis=axis) for a, b in itertools.pairwise(bounds)]
-        if squeeze:
-            parts = [np.squeeze(p, axis=axis) for p in parts]
+        if squeeze:  # (empty chunks of any length: a reshape dropping the axis, as ORT does)
+            parts = [p.reshape(p.shape[:axis] + p.shape[axis + 1 :]) for p in parts]
         return (parts,)
 
 
 class SplitToSequence(_SplitToSequenceBase):
-    """SplitToSequence as ONNX Runtime runs it: a scalar split of 1 with keepdims=0 squeezes."""
+    """SplitToSequence as ONNX Runtime runs it: a scalar split with keepdims=0 drops the axis
+    from chunks of one (and from empty chunks), and fails on other chunks."""
 
     op_domain = ""
 
@@ -241,17 +251,31 @@ class SplitToSequenceStrict(_SplitToSequenceBase):
     """SplitToSequence exactly as the spec says: keepdims is ignored when split is given."""
 
     op_domain = ""
-    squeeze_scalar_one = False
+    strict_spec = True
 
 
 SplitToSequenceStrict.__name__ = "SplitToSequence"
+
+
+class Gather(_ReferenceGather):
+    """Spec-exact Gather: an index out of range fails, even where the result has no element
+    (``numpy.take`` then takes nothing and raises nothing; ONNX Runtime fails)."""
+
+    op_domain = ""
+
+    def _run(self, x: Any, indices: Any, axis: Any = None) -> tuple[Any]:
+        dim = np.asarray(x).shape[axis or 0]
+        index = np.asarray(indices)
+        if index.size and ((index < -dim) | (index >= dim)).any():
+            raise IndexError(f"Gather: an index of {index.tolist()} is outside [-{dim}, {dim - 1}]")
+        return super()._run(x, indices, axis=axis)  # type: ignore[no-untyped-call,no-any-return]
 
 
 def overrides(strict_spec: bool = False) -> list[type[OpRun]]:
     """The kernels to swap in; ``strict_spec`` picks the spec's SplitToSequence (keepdims
     ignored when a split is given) over ONNX Runtime's."""
     split = SplitToSequenceStrict if strict_spec else SplitToSequence
-    return [SequenceInsert, SequenceErase, split, Split, Optional, SequenceMap, Loop]
+    return [SequenceInsert, SequenceErase, split, Split, Gather, Optional, SequenceMap, Loop]
 
 
 REFERENCE_OVERRIDES: tuple[type[OpRun], ...] = tuple(overrides())

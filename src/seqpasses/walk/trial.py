@@ -114,16 +114,21 @@ def left_since(edits: Edits, mark: Checkpoint, roots: Iterable[ir.Value]) -> lis
     """Sequence ops among the nodes created since ``mark`` (subgraphs included) that will
     stay: left with a reason, a canonical sequence made for a consumer that needs one, or any
     in a subgraph of a copy (a list a copied If returns from a branch: nothing folds it), and
-    live: ``roots`` (the values the new nodes stand in for) or a graph output depend on them."""
+    live: ``roots`` (the values the new nodes stand in for), a graph output or a node that
+    stays whatever reads it (:meth:`Edits.holds_failure`) depend on them."""
     nested = {inner for node in edits.created.order[mark.created :] for inner in nested_nodes(node)}
     window = [
         inner
         for node in edits.created.order[mark.created :]
         for inner in (node, *nested_nodes(node))
     ]
+    # (a node that fails at run time, or a check, stays whatever reads it)
+    kept = [
+        out for node in window if edits.holds_failure(node, settled=False) for out in node.outputs
+    ]
     return [
         node
-        for node in live_nodes(window, roots)
+        for node in live_nodes(window, [*roots, *kept])
         if node.op_type in SEQUENCE_OPS
         and is_default(node)
         and (node in edits.facts.reasons or node in edits.canonical or node in nested)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
+from seqpasses.core.emit import merge_form
 from seqpasses.core.graph import is_default, label
 from seqpasses.walk.context import Context
 
@@ -66,12 +67,12 @@ def why_not_append(body: ir.Graph, j: int) -> str:
     return f"the body changes the list with {label(insert)}, not one append at the back"
 
 
-def dims_ok_for_reshape(shape: ir.Shape, axis: int) -> bool:
-    return all(isinstance(d, int) for d in list(shape)[axis + 1 :])
-
-
-def reader_ok(ctx: Context, reader: ir.Node, shape: ir.Shape, initial: int) -> str:
-    """Why ``reader`` of the final list has no scan-output form ('' when it has)."""
+def reader_ok(
+    ctx: Context, reader: ir.Node, shape: ir.Shape, initial: int, runs_some: bool, opset: int
+) -> str:
+    """Why ``reader`` of the final list has no scan-output form ('' when it has).
+    ``runs_some``: the loop provably appends at least once, or an empty list makes the read
+    fail anyway (no initial element)."""
     rank = len(shape)
     if reader.op_type == "SequenceLength":
         return ""
@@ -92,6 +93,10 @@ def reader_ok(ctx: Context, reader: ir.Node, shape: ir.Shape, initial: int) -> s
     if not -out_rank <= axis < out_rank:
         return f"axis {axis} out of range"
     axis = axis + out_rank if axis < 0 else axis
-    if not new_axis and not dims_ok_for_reshape(shape, axis):
-        return "dims after the concat axis are not numbers"
+    dims = [*shape[:axis], ir.SymbolicDim(None), *shape[axis:]]
+    if not new_axis and merge_form(dims, axis, runs_some, opset) is None:
+        return (
+            "the loop may append nothing and the element's dims may be 0: before opset 14 no "
+            "Reshape target merges the appended rows right for every size"
+        )
     return ""

@@ -182,12 +182,15 @@ def _clear_guesses(ctx: Context, scope: Scope, node: ir.Node, copy: ir.Graph) ->
             value.shape = shape
 
 
-def _sweep(graph: ir.Graph) -> None:
-    """Remove what nothing reads from ``graph`` and its subgraphs (what a walk replaced)."""
+def _sweep(ctx: Context, graph: ir.Graph) -> None:
+    """Remove what nothing reads from ``graph`` and its subgraphs (what a walk replaced), but
+    what stays whatever reads it (a check, a node that fails at run time)."""
     for inner in list(graph):
         for _, sub in subgraphs(inner):
-            _sweep(sub)
+            _sweep(ctx, sub)
     for inner in reversed(list(graph)):
+        if ctx.edits.holds_failure(inner, settled=False):
+            continue
         if all(not out.uses() and not out.is_graph_output() for out in inner.outputs):
             drop_subgraphs(inner)
             detach([inner])
@@ -228,6 +231,7 @@ def carry_stacked(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> 
         ctx.edits.rollback(mark)
         return False
     copy = body.clone(allow_outer_scope_values=True)
+    ctx.edits.record_clone(copy, body)
     _clear_guesses(ctx, scope, node, copy)
     olds: dict[int, ir.Value] = {}
     for j, (_, (shape, dtype), least) in lists.items():
@@ -248,7 +252,7 @@ def carry_stacked(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> 
         if st is not None and same_shape(st.element, shape) and st.dtype == dtype:
             results[j] = st
             copy.outputs[1 + j] = own_output(copy, st.tensor)
-    _sweep(copy)
+    _sweep(ctx, copy)
     if len(ctx.edits.unloadable) > unloadable:  # a list in the body written back so
         _why(ctx, node, "the body would write a list back by a SplitToSequence ONNX Runtime lacks")
         for j, old in olds.items():

@@ -6,7 +6,7 @@ only at run time if need be):
 
 1. ``ConcatFromSequence(new_axis=1, axis=0)`` -> ``Y`` (other axes: ``Transpose(Y)``);
 2. ``ConcatFromSequence(new_axis=0, axis=a)`` -> ``Reshape`` merging ``K`` into axis ``a``
-   (after a ``Transpose`` for ``a > 0``; the dims after ``a`` must be numbers);
+   (after a ``Transpose`` for ``a > 0``; a target right for dims of 0: ``Emitter.merge_axes``);
 3. ``SequenceLength`` -> ``Gather(Shape(Y), 0)`` (+ the initial length);
 4. ``SequenceAt(const p)`` -> an initial element, or ``Gather(Y, p - initial length)``.
 
@@ -74,7 +74,8 @@ def plan(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph, j: int) -> S
         return "the appended element's shape is not provably the same every iteration"
     element_type = proven[0]
     runs = iterations(ctx, scope, node, body)
-    reshape = bool(len(initial)) and not (isinstance(runs, int) and runs >= 1)
+    runs_some = isinstance(runs, int) and runs >= 1
+    reshape = bool(len(initial)) and not runs_some
     if reshape and not all(
         same((e.type, scope.shapes.shape(e)), (e.type, shape)) for e in initial.elements
     ):
@@ -82,11 +83,17 @@ def plan(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph, j: int) -> S
             "the loop may run zero times and the elements the list starts with are not "
             "provably of the appended element's shape"
         )
+    if reshape and not _positive(shape) and scope.opset < 14:
+        return (
+            "the loop may run zero times and the element's dims may be 0: before opset 14 no "
+            "Reshape target gives its empty scan output the element's shape for every size"
+        )
     for use in final.uses():
         reader = use.node
         if reader.op_type not in READERS or reader.graph is None:
             return f"the final list is read by {label(reader)}, which has no scan-output form"
-        why = reader_ok(ctx, reader, shape, len(initial))
+        opset = ctx.facts.opset_of(reader)
+        why = reader_ok(ctx, reader, shape, len(initial), runs_some or not initial, opset)
         if why:
             return f"{label(reader)}: {why}"
     return ScanPlan(initial, found[0], found[1], element_type, found[2], shape, runs, reshape)
@@ -140,8 +147,16 @@ def _apply(
         emit = edits.emitter(scope, node)
         element_shape = emit.op("Shape", [initial.elements[-1]])
         element_shape.type = ir.TensorType(ir.DataType.INT64)
-        target = emit.concat([emit.int64s([-1]), element_shape], 0)
-        fixed = emit.op("Reshape", [stacked, target])
+        if _positive(shape):  # the -1 is always inferred
+            target = emit.concat([emit.int64s([-1]), element_shape], 0)
+            fixed = emit.op("Reshape", [stacked, target])
+        else:  # dims that may be 0: every dim literal (opset 14+, see plan)
+            whole = emit.op("Shape", [stacked])
+            whole.type = element_shape.type
+            count = emit.op("Gather", [whole, emit.int64s([0])], axis=0)
+            count.type, count.shape = element_shape.type, ir.Shape([1])
+            target = emit.concat([count, element_shape], 0)
+            fixed = emit.op("Reshape", [stacked, target], allowzero=1)
         fixed.type, fixed.shape = stacked.type, stacked.shape
         ctx.facts.proven.add(fixed)
         stacked = fixed
@@ -202,7 +217,7 @@ def _rewrite_reader(
         index = emit.constant(
             np.array(position - n0 if position >= 0 else position, dtype=np.int64)
         )
-        result = emit.op("Gather", [stacked, index], axis=0)
+        result = ctx.edits.check(emit.op("Gather", [stacked, index], axis=0))
         result.type = stacked.type
         result.shape = ir.Shape(list(stacked.shape)[1:]) if stacked.shape is not None else None
     else:
@@ -229,13 +244,22 @@ def _concat_reader(
         result = moved
         front = [emit.unsqueeze(e, axis) for e in initial.elements]
     else:
-        target = [0] * axis + [-1] + [d if isinstance(d, int) else -1 for d in dims[axis + 1 :]]
-        result = emit.op("Reshape", [moved, emit.int64s(target)])
+        assert stacked.shape is not None  # (given when the scan output was made)
+        runs = stacked.shape[0]
+        runs_some = (isinstance(runs, int) and runs >= 1) or not initial
+        merged = emit.merge_axes(moved, [*dims[:axis], runs, *dims[axis:]], axis, runs_some)
+        assert merged is not None  # (plan checked there is a form)
+        result = merged
         result.type = stacked.type
         front = list(initial.elements)
     if front:
         result = emit.concat([*front, result], axis)
     return result
+
+
+def _positive(shape: ir.Shape) -> bool:
+    """Whether every dim of ``shape`` is a known positive number."""
+    return all(isinstance(d, int) and d > 0 for d in shape)
 
 
 def scan_outputs(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> bool:
