@@ -580,6 +580,10 @@ class Edits:
         """``value`` written back as a sequence when its abstract value is not one already
         (None when it needs nothing)."""
         known = self.facts.values.get(value)
+        if isinstance(known, StaticSequence) and not known.elements and known.dtype is None:
+            # an empty list of no known element type (a function's, whose inputs are untyped):
+            # no SequenceEmpty says it faithfully, so what made it stays
+            return None
         if isinstance(known, StaticSequence) and not self.is_canonical(value, known):
             return self.materialize(known, scope, anchor, like)
         if isinstance(known, StackedSequence) and not self.is_canonical(value, known):
@@ -672,8 +676,8 @@ class Edits:
                 self.written_back(maker, rewrite)
                 continue
             seq = self.facts.static(out)
-            if seq is None or self.is_canonical(out, seq):
-                continue
+            if seq is None or self.is_canonical(out, seq) or (not seq.elements and not seq.dtype):
+                continue  # (an empty list of unknown type: see _as_sequence)
             cached = self.materialized.get((id(scope.graph), seq.elements, seq.dtype))
             if cached is not None and not cached.is_graph_output():
                 value = cached  # already built for a consumer: the output takes it over

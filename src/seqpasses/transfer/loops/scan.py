@@ -221,6 +221,15 @@ def _rewrite_reader(
         result.type = stacked.type
         result.shape = ir.Shape(list(stacked.shape)[1:]) if stacked.shape is not None else None
     else:
+        runs = stacked.shape[0] if stacked.shape is not None else None
+        if not n0 and not (isinstance(runs, int) and runs >= 1):
+            # no element before the loop and maybe no iteration: the list may be empty, and
+            # ConcatFromSequence of an empty list fails; so does reading row 0 of no rows: a
+            # check kept beside the value (it stays whatever reads it)
+            checks = ctx.edits.check_nodes
+            if not any(use.node in checks for use in stacked.uses()):  # (once per list)
+                first = ctx.edits.check(emit.op("Gather", [stacked, emit.int64s([0])], axis=0))
+                first.type = stacked.type
         result = _concat_reader(emit, reader, stacked, rank, initial)
     ctx.edits.replace(out, result, scope)
 
