@@ -2486,11 +2486,37 @@ def _outer_reads(node: onnx.NodeProto) -> set[str]:
     return found
 
 
+def _never_iterates(graph: onnx.GraphProto) -> bool:
+    """Whether a Loop with scan outputs, at any depth below ``graph``, runs no iteration
+    whatever the inputs: its trip count a Constant 0 or its condition a Constant false."""
+    constants = {
+        n.output[0]: onnx.numpy_helper.to_array(n.attribute[0].t)
+        for n in graph.node
+        if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value"
+    }
+    for node in graph.node:
+        if node.op_type == "Loop" and len(node.output) > max(len(node.input) - 2, 0):
+            trip = constants.get(node.input[0]) if node.input and node.input[0] else None
+            cond = constants.get(node.input[1]) if len(node.input) > 1 else None
+            if (trip is not None and int(trip.reshape(-1)[0]) <= 0) or (
+                cond is not None and not bool(cond.reshape(-1)[0])
+            ):
+                return True
+        for attr in node.attribute:
+            graphs = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
+            if any(_never_iterates(g) for g in graphs):
+                return True
+    return False
+
+
 def ran_a_zero_trip_scan(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> bool:
     """Whether a main-graph Loop of ``model`` that has scan outputs ran no iteration on
     ``feeds`` (its trip count 0, or its condition false before the first): the shape of its
     empty scan outputs is not fixed by the spec, and what is computed from that shape (a
-    later loop's trip count, an output's shape) is ORT's choice (docs/loops.md)."""
+    later loop's trip count, an output's shape) is ORT's choice (docs/loops.md). A Loop at
+    any depth that can never iterate counts too."""
+    if _never_iterates(model.graph):
+        return True
     loops = [
         n
         for n in model.graph.node

@@ -33,6 +33,7 @@ from seqpasses.io import check_structure, read_proto
 from seqpasses.options import Options
 from seqpasses.passes import FoldSequencesPass
 from seqpasses.passes.input_shapes import fix_input_shapes
+from seqpasses.passes.repair_shapes import repair_declarations
 from seqpasses.report import Report, count_ops
 
 __all__ = ["Loaded", "Result", "load", "optimize_loaded"]
@@ -203,6 +204,25 @@ def _inline_functions(proto: onnx.ModelProto, report: Report) -> onnx.ModelProto
     return inlined
 
 
+def _keep_output_declarations(model: ir.Model, proto: onnx.ModelProto) -> None:
+    """A graph output a rewrite left with no shape keeps the one the input declared (ONNX
+    wants a shape on every graph output; nothing proved the declaration wrong)."""
+    declared = {
+        o.name: o.type.tensor_type.shape
+        for o in proto.graph.output
+        if o.type.HasField("tensor_type") and o.type.tensor_type.HasField("shape")
+    }
+    for value in model.graph.outputs:
+        shape = declared.get(value.name or "")
+        if value.shape is None and shape is not None and isinstance(value.type, ir.TensorType):
+            value.shape = ir.Shape(
+                [
+                    d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                    for d in shape.dim
+                ]
+            )
+
+
 def _unchanged(loaded: Loaded, report: Report) -> Result:
     report.ops_before = report.ops_after = count_ops(loaded.proto)
     report.unchanged = loaded.unheld
@@ -239,6 +259,7 @@ def optimize_loaded(
             start = time.perf_counter()
             fill_shapes_in_place(model)
             report.timings["shapes"] = time.perf_counter() - start
+        _keep_output_declarations(model, loaded.proto)
         start = time.perf_counter()
         result = ir.serde.serialize_model(model)
         if options.inline_functions:
@@ -247,6 +268,12 @@ def optimize_loaded(
         report.timings["serialize"] = time.perf_counter() - start
         if self_check_result and (report.changed or shapes or options.inline_functions):
             start = time.perf_counter()
+            if passes_checker(result) and repair_declarations(model, report.notes.append):
+                # declared shapes the rewritten graph contradicts (an exporter's guess the
+                # original's sequence ops kept ONNX from checking): replaced, then checked
+                result = ir.serde.serialize_model(model)
+                if options.inline_functions:
+                    result = _inline_functions(result, Report())
             self_check(result, report.sequence_ops_before, lambda: not passes_checker(loaded.proto))
             report.timings["self_check"] = time.perf_counter() - start
     return Result(result, model, report)

@@ -9,7 +9,7 @@ answers are stored on the values so that they also end up in the output model.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import onnx
@@ -74,13 +74,30 @@ class ShapeOracle:
     """Fills in missing types and shapes of tensor values, one producer at a time."""
 
     def __init__(
-        self, opset: int, constant: Callable[[ir.Value], np.ndarray | None] | None = None
+        self,
+        opset: int,
+        constant: Callable[[ir.Value], np.ndarray | None] | None = None,
+        functions: Mapping[ir.OperatorIdentifier, ir.Function] | None = None,
     ) -> None:
         self.opset = opset
         self.constant = constant  # what a value holds before run time, beyond constants
+        self.functions = functions or {}  # the model-local functions calls are inferred through
         self.tried: set[ir.Node] = set()
+        self._protos: dict[int, onnx.FunctionProto] = {}
+
+    def _infer_call(
+        self, node: ir.Node, inputs: list[TypeAndShape | None]
+    ) -> list[TypeAndShape] | None:
+        return _call_types(self, node, inputs)
 
     def shape(self, value: ir.Value) -> ir.Shape | None:
+        tensor = _constant_tensor(value)
+        if tensor is not None:  # a constant's tensor says what its declaration may not
+            real = ir.Shape([d if isinstance(d, int) else None for d in tensor.shape])
+            if value.shape != real:
+                value.shape = real
+            if value.type is None:
+                value.type = ir.TensorType(tensor.dtype)
         if value.shape is None:
             self._infer_upstream(value)
         return value.shape
@@ -121,7 +138,9 @@ class ShapeOracle:
         Unknown outputs are ``(None, None)``; nothing is stored on the values.
         """
         unknown: list[TypeAndShape] = [(None, None)] * len(node.outputs)
-        if not is_default(node) or node.op_type in GRAPH_HOLDERS:
+        if not is_default(node):
+            return self._infer_call(node, inputs) or unknown
+        if node.op_type in GRAPH_HOLDERS:
             return unknown  # (a node's own inference does not see into its subgraphs)
         first = inputs[0] if inputs else None
         if (
@@ -191,6 +210,61 @@ class ShapeOracle:
                 )
             )
         return result
+
+
+def _constant_tensor(value: ir.Value) -> ir.TensorProtocol | None:
+    """The tensor a constant value holds (an initializer, a ``Constant`` node's ``value``):
+    its shape and dtype are read without its data."""
+    tensor = value.const_value
+    if tensor is None:
+        node = value.producer()
+        if node is None or node.op_type != "Constant" or not is_default(node):
+            return None
+        attr = node.attributes.get("value")
+        if attr is None or attr.is_ref() or attr.type != ir.AttributeType.TENSOR:
+            return None
+        tensor = attr.value
+    return tensor if isinstance(tensor, ir.TensorProtocol) else None
+
+
+def _contradicts(a: ir.Shape, b: ir.Shape) -> bool:
+    return len(a) != len(b) or any(
+        isinstance(x, int) and isinstance(y, int) and x != y for x, y in zip(a, b, strict=True)
+    )
+
+
+def _call_types(
+    oracle: ShapeOracle, node: ir.Node, inputs: list[TypeAndShape | None]
+) -> list[TypeAndShape] | None:
+    """What a call of a model-local function gives for inputs of these types (onnx's inference
+    of the function body); None when it cannot tell."""
+    function = oracle.functions.get(node.op_identifier())
+    if function is None or any(i is None or i[0] is None for i in inputs):
+        return None
+    proto = oracle._protos.get(id(function))
+    if proto is None:
+        proto = oracle._protos[id(function)] = ir.serde.serialize_function(function)
+    try:
+        types = [
+            ir.serde.serialize_value(ir.Value(name="x", type=i[0], shape=i[1])).type
+            for i in inputs
+            if i is not None
+        ]
+        attributes = [
+            ir.serde.serialize_attribute(a) for a in node.attributes.values() if not a.is_ref()
+        ]
+        found = onnx.shape_inference.infer_function_output_types(proto, types, attributes)
+    except Exception:
+        return None
+    if len(found) != len(node.outputs):
+        return None
+    return [
+        (
+            ir.serde.deserialize_type_proto_for_type(t) if t.WhichOneof("value") else None,
+            ir.serde.deserialize_type_proto_for_shape(t) if t.WhichOneof("value") else None,
+        )
+        for t in found
+    ]
 
 
 def _sequence_type(node: ir.Node, inputs: list[TypeAndShape | None]) -> ir.SequenceType | None:

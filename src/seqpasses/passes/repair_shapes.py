@@ -48,7 +48,7 @@ class RepairShapesPass(ir.passes.InPlacePass):
                 node = use.node
                 if not is_default(node):
                     continue
-                oracle = ShapeOracle(facts.opset_of(node), ctx.constant)
+                oracle = ShapeOracle(facts.opset_of(node), ctx.constant, self.walker.functions)
                 for v in node.inputs:
                     if v is not None and v.type is None:
                         oracle.shape(v)  # untyped constants and the like
@@ -138,8 +138,8 @@ class RepairShapesPass(ir.passes.InPlacePass):
 
 
 _CONFLICT = re.compile(
-    r"\(op_type:[^,()]*, node name: ([^()]*)\): \[ShapeInferenceError\] Inferred shape and "
-    r"existing shape differ"
+    r"\(op_type:[^,()]*, node name: ([^()]*)\): \[ShapeInferenceError\] (?:Inferred shape and "
+    r"existing shape differ|Can't merge shape info)"
 )
 _ROUNDS = 16
 

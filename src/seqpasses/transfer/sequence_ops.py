@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 import onnx_ir as ir
 
-from seqpasses.core.dims import INT64_MAX
+from seqpasses.core.dims import INT64_MAX, same_dim
 from seqpasses.core.graph import is_default
 from seqpasses.core.sequence import (
     PositionError,
@@ -182,6 +182,19 @@ def _conflicting_dim(
     return None
 
 
+def _provably_alike(values: tuple[ir.Value, ...], shapes: ShapeOracle, skip: int | None) -> bool:
+    """Whether every element has the same rank and the same dims (numbers or names) outside
+    dim ``skip``."""
+    known = [shapes.shape(v) for v in values]
+    first = known[0]
+    if first is None:
+        return False
+    rest = [s for s in known[1:] if s is not None and len(s) == len(first)]
+    if len(rest) != len(known) - 1:
+        return False
+    return all(same_dim(s[i], first[i]) for s in rest for i in range(len(first)) if i != skip)
+
+
 def _overflows(values: tuple[ir.Value, ...], shapes: ShapeOracle, axis: int) -> bool:
     """Whether the known sizes of dim ``axis`` of ``values`` sum past an int64."""
     total = 0
@@ -206,10 +219,11 @@ def _concat_from_sequence(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     if axis_attr is None:
         return leave(node, Reason("invalid", "ConcatFromSequence without its required axis"))
     axis = axis_attr.as_int()
-    if len(_ranks(seq.elements, scope.shapes)) > 1:
+    elements = tuple(ctx.edits.current(e) for e in seq.elements)  # (what replaced each now)
+    if len(_ranks(elements, scope.shapes)) > 1:
         reason = "elements differ in rank: ConcatFromSequence fails at run time; left as is"
         return leave(node, Reason("run-time-failure", reason))
-    rank = _rank(seq.elements, scope.shapes)
+    rank = _rank(elements, scope.shapes)
     if rank is not None:
         out_rank = rank + 1 if new_axis == 1 else rank
         if not -out_rank <= axis <= out_rank - 1:
@@ -218,11 +232,11 @@ def _concat_from_sequence(ctx: Context, node: ir.Node, scope: Scope) -> bool:
             )
             return leave(node, Reason("out-of-range", reason))
         axis = axis + out_rank if axis < 0 else axis
-        conflict = _conflicting_dim(seq.elements, scope.shapes, None if new_axis == 1 else axis)
+        conflict = _conflicting_dim(elements, scope.shapes, None if new_axis == 1 else axis)
         if conflict is not None:
             reason = f"elements differ in dim {conflict}: ConcatFromSequence fails at run time; left as is"
             return leave(node, Reason("run-time-failure", reason))
-        if new_axis == 0 and _overflows(seq.elements, scope.shapes, axis):
+        if new_axis == 0 and _overflows(elements, scope.shapes, axis):
             reason = f"the elements' dims {axis} sum past the largest dim ONNX can hold; left as is"
             return leave(node, Reason("limit", reason))
     # With the rank unknown the axis passes through unchanged: Unsqueeze and Concat accept the
@@ -232,6 +246,10 @@ def _concat_from_sequence(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     if new_axis == 1:
         parts = [emit.unsqueeze(v, axis) for v in parts]
     result = parts[0] if len(parts) == 1 else emit.concat(parts, axis)
+    if len(parts) > 1 and not _provably_alike(elements, scope.shapes, None if new_axis else axis):
+        # elements not provably alike outside the axis: the Concat fails where the original
+        # does, and is kept even when only what is computed from its shape is read
+        ctx.edits.check(result)
     ctx.edits.replace(node.outputs[0], result, scope)
     rule = "concat-from-sequence-new-axis" if new_axis == 1 else "concat-from-sequence"
     return ctx.edits.applied(rule, node, f"{len(seq)} elements, axis {axis}")

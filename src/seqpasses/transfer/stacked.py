@@ -26,12 +26,15 @@ import onnx_ir as ir
 
 from seqpasses.core.dims import bounded, same_shape, shape_text
 from seqpasses.core.emit import Emitter
+from seqpasses.core.graph import is_default
+from seqpasses.core.ops import ORT_SPLIT_TO_SEQUENCE_TYPES
 from seqpasses.core.sequence import (
     PositionError,
     Reason,
     StackedSequence,
     StaticSequence,
     normalize_insert_position,
+    sequence_dtype,
 )
 from seqpasses.transfer import rows, unit_split
 from seqpasses.transfer.common import concat_new_axis, follows_ort
@@ -63,6 +66,33 @@ def element_shape(
     return first, dtype
 
 
+_TENSOR_READS = frozenset(
+    {"SequenceAt", "SequenceLength", "ConcatFromSequence", "SequenceInsert", "SequenceErase"}
+)
+
+
+def _read_as_list(value: ir.Value) -> bool:
+    """Whether what comes of ``value`` (through inserts, erases and identities) reaches a graph
+    output or an op that reads a list as a list (a SequenceMap, a Loop or If, another domain):
+    there a list held as one tensor must be written back."""
+    seen: set[ir.Value] = set()
+    work = [value]
+    while work:
+        current = work.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        if current.is_graph_output():
+            return True
+        for use in current.uses():
+            node = use.node
+            if not is_default(node) or node.op_type not in (*_TENSOR_READS, "Identity"):
+                return True
+            if node.op_type in ("SequenceInsert", "SequenceErase", "Identity") and use.idx == 0:
+                work.extend(node.outputs)
+    return False
+
+
 def stacked_of(
     ctx: Context,
     value: ir.Value | None,
@@ -82,6 +112,13 @@ def stacked_of(
     known = ctx.facts.values.get(value)
     if isinstance(known, StackedSequence):
         return known
+    dtype = known.dtype if isinstance(known, StaticSequence) else sequence_dtype(value)
+    if dtype is not None and dtype not in ORT_SPLIT_TO_SEQUENCE_TYPES and _read_as_list(value):
+        return Reason(
+            "unlike-elements",
+            f"a list of {dtype.name.lower()} that something reads as a list: held as one tensor "
+            "it would have to be written back by a SplitToSequence ONNX Runtime lacks",
+        )
     emit = ctx.edits.emitter(scope, anchor)
     if isinstance(known, StaticSequence):
         if not known.elements:

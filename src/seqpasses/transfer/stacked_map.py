@@ -97,9 +97,13 @@ def map_stacked(
     assert node.graph is not None
     node.graph.insert_before(node, loop)
     ctx.edits.created.add(loop)
+    unloadable = len(ctx.edits.unloadable)
     ctx.walk.rewalk(copy, scope, loop, "body")
     inner = scope.inner(copy, subgraph_path(scope.path, loop, "body"))
     why = _why_not(ctx, inner, copy, len(outputs), first)
+    if why is None and len(ctx.edits.unloadable) > unloadable:
+        text = "the body would write a list back by a SplitToSequence ONNX Runtime lacks"
+        why = Reason("unknown-sequence", text)
     if why is not None:
         drop_nodes_of(copy)
         ctx.edits.rollback(mark)

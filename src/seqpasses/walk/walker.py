@@ -36,6 +36,7 @@ class Walker:
         self.facts = Facts()
         self.edits = Edits(self.facts, report, dry, options.max_split)
         self.ctx = Context(options, self.facts, self.edits, self)
+        self.functions: dict[ir.OperatorIdentifier, ir.Function] = {}
 
     def run_model(self, model: ir.Model, opset: int) -> None:
         """Walk the main graph, then each model-local function under its own opset."""
@@ -47,10 +48,12 @@ class Walker:
                     self.facts.input_dims.add(dim.value)
                     if isinstance(value.type, ir.TensorType):
                         self.facts.dim_sources.setdefault(dim.value, (value, axis))
-        self.run_graph(Scope(model.graph, "main", opset, ShapeOracle(opset, self.ctx.constant)))
+        self.functions = model.functions
+        oracle = ShapeOracle(opset, self.ctx.constant, model.functions)
+        self.run_graph(Scope(model.graph, "main", opset, oracle))
         for function in model.functions.values():
             own = onnx_opset(function.opset_imports, opset) or opset
-            oracle = ShapeOracle(own, self.ctx.constant)
+            oracle = ShapeOracle(own, self.ctx.constant, model.functions)
             self.run_graph(Scope(function, f"function {function.name}", own, oracle))
 
     def run_graph(self, scope: Scope) -> None:
