@@ -20,6 +20,7 @@ import contextlib
 import io
 import re
 import sys
+import tempfile
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -76,7 +77,13 @@ def ort_claims(model: onnx.ModelProto) -> dict[str, Claim] | str:
     from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
 
     try:
-        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        # ORT's inference writes sym_shape_infer_temp.onnx into the working folder.
+        with (
+            tempfile.TemporaryDirectory() as scratch,
+            contextlib.chdir(scratch),
+            contextlib.redirect_stdout(io.StringIO()),
+            warnings.catch_warnings(),
+        ):
             warnings.simplefilter("ignore")
             inferred = SymbolicShapeInference.infer_shapes(model, auto_merge=True)
     except Exception as error:

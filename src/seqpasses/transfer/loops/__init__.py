@@ -47,6 +47,11 @@ def _loop(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     scans = "loop-scan" not in ctx.options.disabled
     if not reads and starts_static and scans and scan.scan_outputs(ctx, node, scope, body):
         return True
+    live = [n for n in reads if n in ctx.facts.reasons or any(o.uses() for o in n.outputs)]
+    if not live and not starts_static and node not in ctx.facts.unrolling:
+        # (its body read only outer lists, and those reads folded in place)
+        infer_scan_shapes(ctx, scope, node, body)
+        return False
     if reads or starts_static:
         why = unroll.blocker(ctx, node, body, scope.opset)
         if not why:

@@ -13,7 +13,8 @@ import numpy as np
 import onnx_ir as ir
 
 from seqpasses.core.dims import same_shape
-from seqpasses.core.graph import drop_subgraphs, graph_nodes
+from seqpasses.core.graph import drop_subgraphs, graph_nodes, is_default, subgraphs
+from seqpasses.core.ops import SEQUENCE_OPS
 from seqpasses.transfer.common import written_back_unloadable
 from seqpasses.transfer.control import inline_graph
 from seqpasses.transfer.loops.induction import declared_ones, stays_true
@@ -107,13 +108,38 @@ def _kept_lists(ctx: Context, node: ir.Node, carried: list[ir.Value | None]) -> 
     return ""
 
 
+_OUTER_READS = frozenset({"SequenceAt", "SequenceLength", "ConcatFromSequence"})
+
+
+def reads_outer_lists_only(ctx: Context, node: ir.Node, body: ir.Graph) -> bool:
+    """Whether the loop carries no list and its body only reads lists made outside it: its
+    reads fold in place (a position that is the counter becomes a Gather), so copying the body
+    once per iteration would only make the model bigger."""
+    if any(
+        ctx.facts.values.get(v) is not None or isinstance(v.type, ir.SequenceType)
+        for v in node.inputs[2:]
+        if v is not None
+    ):
+        return False
+    inner = {id(body), *(id(g) for n in graph_nodes(body) for _, g in subgraphs(n))}
+    for n in graph_nodes(body):
+        if n.op_type not in SEQUENCE_OPS or not is_default(n):
+            continue
+        source = n.inputs[0] if n.inputs else None
+        if n.op_type not in _OUTER_READS or source is None or id(source.graph) in inner:
+            return False
+    return True
+
+
 def plan_unrolling(ctx: Context, node: ir.Node, scope: Scope) -> None:
     """Before the body is walked: whether this loop will be unrolled (a read at its counter
-    is then left for the copies to fold, instead of becoming a Gather)."""
+    is then left for the copies to fold, instead of becoming a Gather). A loop whose body only
+    reads lists made outside it is not: its reads fold in place."""
     body = node.attributes.get("body")
     if (
         body is not None
         and body.type == ir.AttributeType.GRAPH
+        and not reads_outer_lists_only(ctx, node, body.as_graph())
         and not blocker(ctx, node, body.as_graph(), scope.opset)
     ):
         ctx.facts.unrolling.add(node)
