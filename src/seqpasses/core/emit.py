@@ -104,6 +104,10 @@ class Emitter:
         """A 1-D int64 Constant, shared by every use in the same graph during one walk."""
         return self._shared(np.array(list(values), dtype=np.int64))
 
+    def int64(self, value: int) -> ir.Value:
+        """A scalar int64 Constant, shared like :meth:`int64s`."""
+        return self._shared(np.array(value, dtype=np.int64))
+
     def true(self) -> ir.Value:
         """A scalar bool true Constant (a Loop's condition), shared like :meth:`int64s`."""
         return self._shared(np.array(True))

@@ -8,7 +8,10 @@ For each ``Loop``, in this order:
    (:mod:`.unroll`), unless a sequence op would stay in the copies;
 3. otherwise its reads of the list it appends to are lifted into values it has
    (:mod:`.lift`), and its lists become scan outputs where they can;
-4. a loop left as it is gets the shapes induction proves (:mod:`.induction`).
+4. a list read after the loop only whole (ConcatFromSequence along an existing axis,
+   SequenceLength) is carried as its running concatenation (:mod:`.running`: ragged rows);
+5. a list read or edited at run-time positions is carried as one tensor (:mod:`.carry`);
+6. a loop left as it is gets the shapes induction proves (:mod:`.induction`).
 
 Every way a loop's list stays is recorded as a reason of the Loop, which what reads the list
 reports.
@@ -20,7 +23,7 @@ import onnx_ir as ir
 
 from seqpasses.core.graph import graph_nodes, is_default, label
 from seqpasses.core.ops import SEQUENCE_OPS
-from seqpasses.transfer.loops import carry, lift, scan, unroll
+from seqpasses.transfer.loops import carry, lift, running, scan, unroll
 from seqpasses.transfer.loops.appends import append_pattern
 from seqpasses.transfer.loops.induction import infer_scan_shapes
 from seqpasses.walk.context import Context, Entry, Scope
@@ -72,6 +75,8 @@ def _loop(ctx: Context, node: ir.Node, scope: Scope) -> bool:
             body = node.attributes["body"].as_graph()
         if scan.scan_outputs(ctx, node, scope, body):
             return True
+    if scans and running.running_concats(ctx, node, scope, body):
+        return True
     # (a lifted loop whose list a run-time read after it keeps from being a scan output)
     if "stacked" not in ctx.options.disabled and carry.carry_stacked(ctx, node, scope, body):
         return True
@@ -91,6 +96,11 @@ RULES: dict[str, tuple[str, str]] = {
     "loop-lift-reads": (
         "loop-scan",
         "len(l), l[-1], l[initial] inside a Loop that appends to l -> values the loop carries",
+    ),
+    "loop-running-concat": (
+        "loop-scan",
+        "a Loop appending to a list read after it only by ConcatFromSequence(new_axis=0) and "
+        "SequenceLength -> it carries the concatenation (and a count)",
     ),
     "loop-carries-stacked": (
         "stacked",

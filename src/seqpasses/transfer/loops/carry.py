@@ -40,7 +40,7 @@ from seqpasses.transfer.stacked import stacked_of
 from seqpasses.walk.budget import cost_of
 from seqpasses.walk.context import Context, Scope
 
-__all__ = ["carry_stacked"]
+__all__ = ["carry_stacked", "empty_of"]
 
 Element = tuple[ir.Shape, ir.DataType]
 Carried = tuple[ir.Value, Element, int]  # the initial tensor, its element, its fewest rows
@@ -108,7 +108,7 @@ def _inside(value: ir.Value, body: ir.Graph) -> bool:
     return any(value in inner.outputs for inner in graph_nodes(body))
 
 
-def _empty(ctx: Context, scope: Scope, node: ir.Node, element: Element) -> ir.Value | None:
+def empty_of(ctx: Context, scope: Scope, node: ir.Node, element: Element) -> ir.Value | None:
     """No rows of ``element``'s shape, before ``node``: a ConstantOfShape of its dims, numbers
     or read off the main graph's inputs that name them (None when neither can be done)."""
     shape, dtype = element
@@ -148,7 +148,7 @@ def _element(ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph, j: int) 
         inserted = _inserted_element(ctx, scope, node, body, j, known.dtype)
         if inserted is None:
             return "it starts empty and what the body adds has no provable shape"
-        rows = _empty(ctx, scope, node, inserted)
+        rows = empty_of(ctx, scope, node, inserted)
         return (
             (rows, inserted, 0) if rows is not None else "no empty tensor of its shape can be made"
         )

@@ -51,9 +51,9 @@ def _body_shapes(
                 inputs.append(None)
             elif v in known:
                 inputs.append(known[v])
-            elif v.graph is body:
+            elif v.graph is body and v.producer() is not None:
                 inputs.append((None, None))
-            else:  # from an enclosing scope: its shape holds for every iteration
+            else:  # an initializer, or from an enclosing scope: the same every iteration
                 shape = scope.shapes.shape(v)  # (infers the type too, when it is missing)
                 inputs.append((v.type, shape))
         inferred = scope.shapes.infer(node, inputs)

@@ -35,7 +35,7 @@ from seqpasses.transfer.loops.induction import (
 )
 from seqpasses.walk.context import Context, Scope
 
-__all__ = ["ScanPlan", "plan", "scan_outputs"]
+__all__ = ["ScanPlan", "plan", "scan_outputs", "scope_of"]
 
 
 @dataclass(frozen=True)
@@ -173,13 +173,13 @@ def _apply(
         ctx.facts.proven.add(reversed_)
         stacked = reversed_
     for reader in readers:
-        _rewrite_reader(ctx, _scope_of(ctx, scope, reader), reader, stacked, rank, initial)
+        _rewrite_reader(ctx, scope_of(ctx, scope, reader), reader, stacked, rank, initial)
     if len(new.inputs) > 2:  # other values are carried: their shapes, proven anew
         give_carried_shapes(new, induction(ctx, scope, new, body)[1])
     return new
 
 
-def _scope_of(ctx: Context, scope: Scope, reader: ir.Node) -> Scope:
+def scope_of(ctx: Context, scope: Scope, reader: ir.Node) -> Scope:
     """The scope a reader of the final list lives in: the loop's, or a subgraph of it (an If
     branch after the loop reads the list too)."""
     graph = reader.graph

@@ -112,9 +112,9 @@ _OUTER_READS = frozenset({"SequenceAt", "SequenceLength", "ConcatFromSequence"})
 
 
 def reads_outer_lists_only(ctx: Context, node: ir.Node, body: ir.Graph) -> bool:
-    """Whether the loop carries no list and its body only reads lists made outside it: its
-    reads fold in place (a position that is the counter becomes a Gather), so copying the body
-    once per iteration would only make the model bigger."""
+    """Whether the loop carries no list, its body only reads lists made outside it, and
+    copying the body once per iteration would make more nodes than folding those reads in
+    place (a position that is the counter becomes a Gather of the stacked list)."""
     if any(
         ctx.facts.values.get(v) is not None or isinstance(v.type, ir.SequenceType)
         for v in node.inputs[2:]
@@ -122,13 +122,24 @@ def reads_outer_lists_only(ctx: Context, node: ir.Node, body: ir.Graph) -> bool:
     ):
         return False
     inner = {id(body), *(id(g) for n in graph_nodes(body) for _, g in subgraphs(n))}
+    work = 0  # the body's own nodes: what each copy would repeat
+    lists: set[ir.Value] = set()
     for n in graph_nodes(body):
         if n.op_type not in SEQUENCE_OPS or not is_default(n):
+            work += n.op_type != "Identity"
             continue
         source = n.inputs[0] if n.inputs else None
         if n.op_type not in _OUTER_READS or source is None or id(source.graph) in inner:
             return False
-    return True
+        lists.add(source)
+    trips, _ = ctx.const_int(node.inputs[0]) if node.inputs and node.inputs[0] else (None, None)
+    if trips is None:
+        return True
+    # in place: the body once, and each list stacked (an Unsqueeze per element, a Concat)
+    # for the Gathers at the counter
+    static = [ctx.facts.static(source) for source in lists]
+    in_place = work + sum(len(s) + 2 if s is not None else 2 for s in static)
+    return trips * work > in_place
 
 
 def plan_unrolling(ctx: Context, node: ir.Node, scope: Scope) -> None:

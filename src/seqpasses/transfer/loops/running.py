@@ -1,0 +1,300 @@
+"""A list a Loop appends to, read after it only whole, is carried as its running concatenation.
+
+tf2onnx's ragged ``map_fn`` (a per-row ``boolean_mask``, ragged rows) appends an element whose
+size along one axis differs from iteration to iteration, so no scan output fits; but when every
+read of the final list is ``ConcatFromSequence(new_axis=0, axis=a)`` (one ``a`` for all) or
+``SequenceLength``, the list itself is never needed:
+
+- the loop carries ``acc = Concat(acc, x, axis=a)`` (``Concat(x, acc)`` for an insert at the
+  front) in place of the list, starting from the initial elements concatenated, or from an
+  empty tensor with 0 at axis ``a`` and the element's other dims (proven the same every
+  iteration) when the list starts empty;
+- ``SequenceLength`` reads a carried count;
+- ConcatFromSequence requires the elements to agree outside axis ``a``: where they do not, the
+  original fails at the read and the rewrite fails at a Concat, as before. An empty list fails
+  it too: when the list starts empty and the loop may run no iteration, a check that fails for
+  a count of 0 stays beside each read.
+
+The match (:func:`plan`) works out a :class:`RunningPlan` or a reason without touching the
+graph; :func:`apply` rewrites.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import onnx_ir as ir
+
+from seqpasses.core.emit import Emitter
+from seqpasses.core.graph import detach, label, rebuild
+from seqpasses.core.sequence import StaticSequence
+from seqpasses.transfer.common import stable
+from seqpasses.transfer.loops.appends import append_pattern, why_not_append
+from seqpasses.transfer.loops.carry import empty_of
+from seqpasses.transfer.loops.induction import induction, iterations
+from seqpasses.transfer.loops.scan import scope_of
+from seqpasses.walk.context import Context, Scope
+
+__all__ = ["RunningPlan", "plan", "running_concats"]
+
+_READERS = frozenset({"ConcatFromSequence", "SequenceLength"})
+
+
+@dataclass(frozen=True)
+class RunningPlan:
+    """What carrying one list as its running concatenation needs, worked out once."""
+
+    initial: StaticSequence
+    insert: ir.Node
+    tensor: ir.Value  # the appended element
+    front: bool  # inserted at the front
+    axis: int | None  # the concatenation axis (None: only the length is read)
+    element: ir.Shape  # the element's shape (axis ``axis`` differs between iterations)
+    dtype: ir.DataType
+    count: bool  # a count is carried (a length is read, or a read needs the emptiness check)
+    check: bool  # the list may be empty where it is concatenated: reads keep a check
+
+
+def _element(
+    ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph, tensor: ir.Value
+) -> tuple[ir.DataType, ir.Shape] | None:
+    """The appended element's dtype and shape (a rank the same every iteration; dims may
+    differ), as the body's inference from what holds every iteration gives them."""
+    if tensor.graph is not body:
+        type_, shape = tensor.type, scope.shapes.shape(tensor)
+    else:
+        known, _ = induction(ctx, scope, node, body)
+        type_, shape = known.get(tensor, (None, None))
+        type_ = tensor.type or type_
+    if not isinstance(type_, ir.TensorType) or shape is None:
+        return None
+    return type_.dtype, shape
+
+
+def plan(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph, j: int) -> RunningPlan | str:
+    """How carried list ``j`` becomes a carried running concatenation, or why it cannot."""
+    initial = ctx.facts.static(node.inputs[2 + j])
+    final = node.outputs[j]
+    if initial is None:
+        return "the list it starts from is not statically known"
+    if final.is_graph_output():
+        return "the final list is a graph output"
+    found = append_pattern(ctx, body, j)
+    if found is None:
+        return why_not_append(body, j)
+    insert, tensor, front = found
+    element = _element(ctx, scope, node, body, tensor)
+    if element is None:
+        return "the appended element's rank or type is not known"
+    dtype, shape = element
+    rank = len(shape)
+    if initial.dtype is not None and initial.dtype != dtype:
+        return "the appended element's type is not the list's"
+    for e in initial.elements:
+        e_shape = scope.shapes.shape(e)
+        if not isinstance(e.type, ir.TensorType) or e.type.dtype != dtype:
+            return "an element the list starts with is not of the appended element's type"
+        if e_shape is None or len(e_shape) != rank:
+            return "an element the list starts with is not provably of the appended rank"
+    axes: set[int] = set()
+    lengths = False
+    for use in final.uses():
+        reader = use.node
+        if reader.op_type not in _READERS or reader.graph is None:
+            return f"the final list is read by {label(reader)}, which needs the list itself"
+        if reader.op_type == "SequenceLength":
+            lengths = True
+            continue
+        if reader.attributes.get_int("new_axis", 0):
+            return f"{label(reader)} stacks along a new axis"
+        a = reader.attributes.get_int("axis", 0)
+        if not -rank <= a < rank:
+            return f"{label(reader)}: axis {a} out of range for rank {rank}"
+        axes.add(a + rank if a < 0 else a)
+    if len(axes) > 1:
+        return "the final list is concatenated along more than one axis"
+    axis = next(iter(axes), None)
+    for e in initial.elements:
+        e_shape = scope.shapes.shape(e)
+        assert e_shape is not None  # (checked above)
+        if axis is not None and any(
+            k != axis and isinstance(a, int) and isinstance(b, int) and a != b
+            for k, (a, b) in enumerate(zip(e_shape, shape, strict=True))
+        ):
+            # (the concatenation fails in every run that appends; a Concat of dims this
+            # plainly unlike would not even load)
+            return "the elements it starts with and the appended ones differ outside the axis"
+    if axis is not None and not initial.elements:
+        others = ir.Shape([d for k, d in enumerate(shape) if k != axis])
+        if not stable(ctx, others):
+            return (
+                "it starts empty and the appended element's dims other than the concatenation "
+                "axis are not provably the same every iteration"
+            )
+        if dtype == ir.DataType.STRING:
+            return "it starts empty and no empty tensor of strings can be made"
+    runs = iterations(ctx, scope, node, body)
+    check = axis is not None and not initial.elements and not (isinstance(runs, int) and runs >= 1)
+    # (a list nothing reads after the loop: its slot carries a count nothing reads)
+    count = lengths or check or axis is None
+    return RunningPlan(initial, insert, tensor, front, axis, shape, dtype, count, check)
+
+
+def _start(ctx: Context, scope: Scope, node: ir.Node, p: RunningPlan) -> ir.Value | None:
+    """The loop's initial running concatenation: the initial elements joined, or none of the
+    element's rows (0 at the axis, the element's other dims)."""
+    assert p.axis is not None
+    emit = ctx.edits.emitter(scope, node)
+    if len(p.initial.elements) == 1:
+        return p.initial.elements[0]
+    if p.initial.elements:
+        return emit.concat(list(p.initial.elements), p.axis)
+    others = [d for k, d in enumerate(p.element) if k != p.axis]
+    rows = empty_of(ctx, scope, node, (ir.Shape(others), p.dtype))
+    if rows is None or p.axis == 0:
+        return rows
+    rank = len(p.element)
+    perm = [*range(1, p.axis + 1), 0, *range(p.axis + 1, rank)]
+    moved = emit.op("Transpose", [rows], perm=perm)
+    moved.type = rows.type
+    moved.shape = ir.Shape([0 if k == p.axis else d for k, d in enumerate(p.element)])
+    return moved
+
+
+def _apply(
+    ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph, j: int, p: RunningPlan
+) -> ir.Node | None:
+    """Carry list ``j`` as a tensor; return the Loop that replaces ``node`` (None: nothing
+    changed, no empty tensor of the element's shape can be made)."""
+    carried = len(node.inputs) - 2
+    start: ir.Value | None
+    if p.axis is not None:
+        start = _start(ctx, scope, node, p)
+        if start is None:
+            return None
+    else:
+        start = None
+    int64 = ir.TensorType(ir.DataType.INT64)
+    scalar = ir.Shape([])
+    emit = ctx.edits.emitter(scope, node)
+    inner = Emitter(body, p.insert, scope.opset, ctx.edits)
+    free = _free_shape(ctx, scope, p)
+
+    # -- the body: the list's slot carries the concatenation (or the count, when only the
+    # length is read); a count, when needed beside it, is carried last
+    old_in = body.inputs[2 + j]
+    inputs = list(node.inputs)
+    outputs: list[ir.Value] = list(body.outputs)
+    count_in: ir.Value | None = None
+    count_out: ir.Value | None = None
+    if p.count:
+        count_in = ir.Value(name=f"{old_in.name or 'list'}_count", type=int64, shape=scalar)
+        count_out = inner.op("Add", [count_in, inner.int64(1)])
+        count_out.type, count_out.shape = int64, scalar
+    if start is not None:
+        acc_in = ir.Value(name=f"{old_in.name or 'list'}_concat", type=ir.TensorType(p.dtype))
+        acc_in.shape = free
+        parts = [p.tensor, acc_in] if p.front else [acc_in, p.tensor]
+        acc_out = inner.op("Concat", parts, axis=p.axis)
+        acc_out.type, acc_out.shape = acc_in.type, free
+        body.inputs[2 + j] = acc_in
+        outputs[1 + j] = acc_out
+        inputs[2 + j] = start
+        if count_in is not None and count_out is not None:
+            body.inputs.append(count_in)
+            outputs.insert(1 + carried, count_out)
+            inputs.append(emit.int64(len(p.initial)))
+    else:
+        assert count_in is not None and count_out is not None
+        body.inputs[2 + j] = count_in
+        outputs[1 + j] = count_out
+        inputs[2 + j] = emit.int64(len(p.initial))
+    detach([p.insert])
+    for k, value in enumerate(outputs[: len(body.outputs)]):
+        if body.outputs[k] is not value:
+            body.outputs[k] = value
+    for value in outputs[len(body.outputs) :]:
+        body.outputs.append(value)
+
+    # -- the loop node
+    extra = int(start is not None and count_in is not None)
+    new = rebuild(node, inputs, {"body": body}, len(node.outputs) + extra)
+    ctx.edits.rebuilt(new, node, scope)
+    for k, old in enumerate(node.outputs):
+        fresh = new.outputs[k if k < carried else k + extra]
+        if k == j:
+            continue
+        fresh.type, fresh.shape = old.type, old.shape
+        ctx.edits.replace(old, fresh, scope)
+    acc = new.outputs[j] if start is not None else None
+    count = (new.outputs[carried] if extra else new.outputs[j]) if p.count else None
+    if acc is not None:
+        acc.type, acc.shape = ir.TensorType(p.dtype), free
+    if count is not None:
+        count.type, count.shape = int64, scalar
+    for use in list(node.outputs[j].uses()):
+        reader = use.node
+        where = scope_of(ctx, scope, reader)
+        if reader.op_type == "SequenceLength":
+            assert count is not None
+            ctx.edits.replace(reader.outputs[0], count, where)
+            continue
+        assert acc is not None
+        if p.check and count is not None:
+            # ConcatFromSequence of an empty list fails: so does row 0 of a Range of the count
+            at = ctx.edits.emitter(where, reader)
+            zero, one = at.int64(0), at.int64(1)
+            rows = at.op("Range", [zero, count, one])
+            rows.type, rows.shape = int64, ir.Shape([ir.SymbolicDim(None)])
+            first = ctx.edits.check(at.op("Gather", [rows, zero], axis=0))
+            first.type, first.shape = int64, scalar
+        ctx.edits.replace(reader.outputs[0], acc, where)
+    return new
+
+
+def _free_shape(ctx: Context, scope: Scope, p: RunningPlan) -> ir.Shape:
+    """The running concatenation's shape: the axis unknown; every other dim the one all the
+    initial elements have (a Concat with them succeeds only for elements that agree), or with
+    none, the element's where it is the same every iteration; else unknown."""
+    dims: list[int | ir.SymbolicDim] = []
+    starts = [scope.shapes.shape(e) for e in p.initial.elements]
+    for k, d in enumerate(p.element):
+        found: int | ir.SymbolicDim | None = None
+        if k != p.axis and starts:
+            first = starts[0][k] if starts[0] is not None else None
+            if all(s is not None and s[k] == first for s in starts) and stable(
+                ctx, ir.Shape([first])
+            ):
+                found = first
+        elif k != p.axis and stable(ctx, ir.Shape([d])):
+            found = d
+        dims.append(found if isinstance(found, int | ir.SymbolicDim) else ir.SymbolicDim(None))
+    return ir.Shape(dims)
+
+
+def running_concats(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> bool:
+    """Carry every list the loop appends to and reads only whole as its running
+    concatenation (several lists: one by one); for a list that cannot, say why."""
+    converted = False
+    for j in range(len(node.inputs) - 2):
+        if not isinstance(body.inputs[2 + j].type, ir.SequenceType | None):
+            continue
+        found = plan(ctx, node, scope, body, j)
+        if isinstance(found, str):
+            # (a list the body does not just append to: the scan output said why already)
+            appends = append_pattern(ctx, body, j) is not None
+            if appends and ctx.facts.static(node.inputs[2 + j]) is not None:
+                text = f"not carried as its running concatenation: {found}"
+                ctx.facts.loop_reasons.setdefault(node, []).append(text)
+            continue
+        new = _apply(ctx, node, scope, body, j, found)
+        if new is None:
+            text = "not carried as its running concatenation: no empty tensor of its shape"
+            ctx.facts.loop_reasons.setdefault(node, []).append(text)
+            continue
+        detail = f"carried list {j}" + (
+            f" as its concatenation along axis {found.axis}" if found.axis is not None else ""
+        )
+        converted = ctx.edits.applied("loop-running-concat", node, detail)
+        node = new  # the same carried slots: j + 1 names the next list
+    return converted
