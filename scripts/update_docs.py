@@ -5,7 +5,7 @@
 
 Each table is the output of the command its page names beside it; this script runs them all,
 from the repository root. A table whose command needs a package that is not installed
-(onnxscript, openvino) is left as it is, with a line on stderr saying so.
+(onnxscript, openvino, tract) is left as it is, with a line on stderr saying so.
 """
 
 from __future__ import annotations
@@ -63,6 +63,12 @@ def _openvino_table() -> None:
     openvino_table.main()
 
 
+def _tract_table() -> None:
+    import tract_table
+
+    tract_table.main()
+
+
 @dataclass(frozen=True)
 class Section:
     """One generated table: the page it sits in, what makes it, the package it needs."""
@@ -89,6 +95,7 @@ SECTIONS: dict[str, Section] = {
         "docs/shapes.md", lambda: _output(lambda: shape_compare.main([]))
     ),
     "openvino-table": Section("docs/backends.md", lambda: _output(_openvino_table), "openvino"),
+    "tract-table": Section("docs/backends.md", lambda: _output(_tract_table), "tract"),
 }
 
 

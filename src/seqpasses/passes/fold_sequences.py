@@ -10,6 +10,7 @@ from seqpasses.core.graph import unique_value_names
 from seqpasses.options import FoldOptions
 from seqpasses.passes.dead_code import RemoveDeadNodesPass, dead_nodes
 from seqpasses.passes.inline_functions import fold_with_functions_inlined, sequence_functions
+from seqpasses.passes.narrow_splits import narrow_splits
 from seqpasses.passes.record_left import RecordLeftPass
 from seqpasses.passes.repair_shapes import RepairShapesPass, repair_declarations
 from seqpasses.passes.walk import WalkPass, main_opset
@@ -30,7 +31,9 @@ class FoldSequencesPass(ir.passes.InPlacePass):
     3. :class:`~seqpasses.passes.dead_code.RemoveDeadNodesPass`: producers the rewrites made
        dead; not a node dead in the model as given, one that fails at run time or a check a
        rewrite emitted (:meth:`~seqpasses.walk.edits.Edits.protected`: failures are kept);
-    4. :class:`~seqpasses.passes.record_left.RecordLeftPass`: what stays, and why.
+    4. :func:`~seqpasses.passes.narrow_splits.narrow_splits`: a Split it wrote of which one
+       piece is read becomes a Slice;
+    5. :class:`~seqpasses.passes.record_left.RecordLeftPass`: what stays, and why.
 
     Model-local functions whose sequences cross their boundary are inlined when that leaves
     fewer sequence ops (:mod:`seqpasses.passes.inline_functions`). ``modified`` is true only
@@ -74,6 +77,7 @@ class FoldSequencesPass(ir.passes.InPlacePass):
         dead(model)
         walk.walker.edits.drop_unused()
         created = walk.walker.edits.created
+        narrow_splits(model, created, main_opset(model))
         if created:
             # onnx_ir names new values per graph ("val_0"), which can repeat a name of an
             # enclosing graph; ONNX wants names unique across nested scopes.
