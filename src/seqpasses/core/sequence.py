@@ -17,7 +17,9 @@ import onnx_ir as ir
 
 __all__ = [
     "FAILING_KINDS",
+    "LOOP_ATTEMPTS",
     "REASON_KINDS",
+    "LoopReason",
     "PositionError",
     "Reason",
     "StackedSequence",
@@ -236,6 +238,30 @@ class Reason:
             return self
         name = f"{node.op_type} '{node.name}'" if node.name else node.op_type
         return Reason(self.kind, f"sequence from {name}: {self}")
+
+
+LOOP_ATTEMPTS: dict[str, str] = {
+    "unroll": "unrolled",
+    "scan": "a scan output",
+    "running": "carried as its running concatenation",
+    "stacked": "carried as one tensor",
+}
+"""The ways a Loop's list can go, as its reasons name them."""
+
+
+@dataclass(frozen=True)
+class LoopReason:
+    """Why one way of removing a Loop's list (``attempt``, a key of :data:`LOOP_ATTEMPTS`)
+    did not apply to it."""
+
+    attempt: str
+    text: str
+
+    def __post_init__(self) -> None:
+        assert self.attempt in LOOP_ATTEMPTS, self.attempt
+
+    def __str__(self) -> str:
+        return f"not {LOOP_ATTEMPTS[self.attempt]}: {self.text}"
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from seqpasses.report import Report, Rewrite
 from seqpasses.walk import trial
 from seqpasses.walk.facts import Facts, Reason
 from seqpasses.walk.scope import Scope
-from seqpasses.walk.trial import Checkpoint, CreatedNodes
+from seqpasses.walk.trial import Checkpoint, CreatedNodes, Journal
 
 __all__ = ["Edits"]
 
@@ -52,8 +52,12 @@ class Edits:
         self.dry = dry
         self.rewrote = False
         self.created = CreatedNodes()
-        self.canonical: set[ir.Node] = set()  # SequenceConstruct/Empty nodes materialize() made
-        self.registered: list[tuple[ir.Graph, str]] = []  # initializers moved in by inlining
+        # every record a speculative rewrite may add to registers with the journal, which
+        # rolls them all back (walk/trial.py)
+        self.journal = journal = Journal()
+        self.canonical: set[ir.Node] = journal.cache(set())  # made by materialize()
+        # initializers moved in by inlining
+        self.registered: list[tuple[ir.Graph, str]] = journal.log([], _unregister)
         self.origin: dict[ir.Node, ir.Node] = {}  # a copy made by inlining -> what it copies
         self.forwarded: dict[ir.Value, ir.Value] = {}  # replaced value -> its replacement
         self.retired: set[ir.Node] = set()  # control-flow nodes a rebuilt one replaced
@@ -61,24 +65,25 @@ class Edits:
         self.unverified = False
         # SplitToSequence write-backs of a type ONNX Runtime has no kernel for (a speculative
         # rewrite that made one is undone; see ORT_SPLIT_TO_SEQUENCE_TYPES)
-        self.unloadable: list[ir.Node] = []
+        self.unloadable: list[ir.Node] = journal.cache([])
         # values whose shape departs from what the spec (and so an exporter's declared shapes
         # downstream) says: SplitToSequence chunks squeezed as ONNX Runtime and PyTorch do
-        self.diverged: list[ir.Value] = []
+        self.diverged: list[ir.Value] = journal.log([])
+        journal.log(report.rewrites)
+        journal.log(report.notes)
         self.pending: list[tuple[Rewrite, ir.Node, bool]] = []  # computed(), written_back()
         # caches the Emitter keeps here (its Owner): shared constants, undoable squeezes
-        self.constants: dict[tuple[int, str, tuple[int, ...]], ir.Value] = {}
-        self.squeezed: dict[ir.Value, tuple[ir.Value, int]] = {}
-        self.split_axis: dict[ir.Node, int] = {}
-        self.materialized: dict[tuple[int, tuple[ir.Value, ...], Any], ir.Value] = {}
-        self.stacks: dict[
-            tuple[int, tuple[ir.Value, ...]], ir.Value
-        ] = {}  # static lists as [n, *E]
+        self.constants: dict[tuple[int, str, tuple[int, ...]], ir.Value] = journal.cache({})
+        self.squeezed: dict[ir.Value, tuple[ir.Value, int]] = journal.cache({})
+        self.split_axis: dict[ir.Node, int] = journal.cache({})
+        self.materialized: dict[tuple[int, tuple[ir.Value, ...], Any], ir.Value] = journal.cache({})
+        # static lists as [n, *E]
+        self.stacks: dict[tuple[int, tuple[ir.Value, ...]], ir.Value] = journal.cache({})
         self.counter = 0
         # nodes that must stay even when nothing reads them: the checks rewrites emit (a
         # normalized run-time position, a Split of run-time sizes, a guard against an empty
         # list), and the nodes dead in the model as given (set before the walk)
-        self.check_nodes: set[ir.Node] = set()
+        self.check_nodes: set[ir.Node] = journal.cache(set())
         self.dead_in_input: set[ir.Node] = set()
         self.cloned: dict[ir.Node, ir.Node] = {}  # a node of a cloned body -> what it copies
 
@@ -689,13 +694,26 @@ class Edits:
     # -- speculative rewrites (walk/trial.py) ---------------------------------------------
 
     def checkpoint(self) -> Checkpoint:
-        return trial.checkpoint(self)
+        return trial.checkpoint(self.created, self.journal, self.rewrote)
 
     def left_since(self, mark: Checkpoint, roots: Iterable[ir.Value]) -> list[ir.Node]:
-        return trial.left_since(self, mark, roots)
+        return trial.left_since(
+            self.created,
+            mark,
+            roots,
+            lambda node: self.holds_failure(node, settled=False),
+            lambda node: node in self.facts.reasons or node in self.canonical,
+        )
 
     def rollback(self, mark: Checkpoint) -> None:
-        trial.rollback(self, mark)
+        trial.rollback(self.created, self.journal, mark)
+        self.rewrote = mark.rewrote
+
+
+def _unregister(entry: tuple[ir.Graph, str]) -> None:
+    """Undo :meth:`Edits.register_initializer`."""
+    graph, name = entry
+    graph.initializers.pop(name, None)
 
 
 def _unit_split(node: ir.Node) -> bool:

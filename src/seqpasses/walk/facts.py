@@ -13,7 +13,14 @@ from __future__ import annotations
 import onnx_ir as ir
 
 from seqpasses.core.graph import label
-from seqpasses.core.sequence import REASON_KINDS, Reason, StackedSequence, StaticSequence, Unknown
+from seqpasses.core.sequence import (
+    REASON_KINDS,
+    LoopReason,
+    Reason,
+    StackedSequence,
+    StaticSequence,
+    Unknown,
+)
 
 __all__ = ["REASON_KINDS", "Facts", "Reason"]
 
@@ -26,7 +33,7 @@ class Facts:
         self.ints: dict[ir.Value, int] = {}
         self.optionals: dict[ir.Value, ir.Value | None] = {}  # Optional(x) -> x (None: empty)
         self.reasons: dict[ir.Node, Reason] = {}
-        self.loop_reasons: dict[ir.Node, list[str]] = {}  # why a Loop's sequence stays
+        self.loop_reasons: dict[ir.Node, list[LoopReason]] = {}  # why a Loop's list stays
         self.proven: set[ir.Value] = set()  # shapes seqpasses proved (scan outputs it made)
         self.unrolling: set[ir.Node] = set()  # Loops that will be unrolled (walk their body so)
         self.paths: dict[ir.Node, str] = {}
@@ -125,7 +132,11 @@ class Facts:
             return f"one element at a time of {label(node)}'s input"
         return f"an input of {label(node)}'s {attr}"
 
+    def loop_refused(self, node: ir.Node, attempt: str, text: str) -> None:
+        """Record why ``attempt`` (a key of ``LOOP_ATTEMPTS``) left Loop ``node``'s list."""
+        self.loop_reasons.setdefault(node, []).append(LoopReason(attempt, text))
+
     def produced_by(self, node: ir.Node, otherwise: str) -> str:
         """Why a sequence ``node`` makes is unknown: its loop's reasons, when it is a Loop."""
-        why = "; ".join(self.loop_reasons.get(node, ()))
+        why = "; ".join(map(str, self.loop_reasons.get(node, ())))
         return f"sequence comes from {label(node)}" + (f" ({why})" if why else otherwise)

@@ -4,19 +4,27 @@ sequence ops the nodes created since then leave alive, and undoing them all."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, TypeVar
 
 import onnx_ir as ir
 
 from seqpasses.core.graph import detach, drop_subgraphs, is_default, nested_nodes
 from seqpasses.core.ops import SEQUENCE_OPS
 
-if TYPE_CHECKING:
-    from seqpasses.walk.edits import Edits
+__all__ = [
+    "Checkpoint",
+    "CreatedNodes",
+    "Journal",
+    "checkpoint",
+    "left_since",
+    "live_nodes",
+    "rollback",
+]
 
-__all__ = ["Checkpoint", "CreatedNodes", "checkpoint", "left_since", "live_nodes", "rollback"]
+T = TypeVar("T")
+C = TypeVar("C", dict[Any, Any], set[Any], list[Any])
 
 
 class CreatedNodes:
@@ -54,14 +62,64 @@ class CreatedNodes:
 
 @dataclass(frozen=True)
 class Checkpoint:
-    """Where the records stood before a speculative rewrite (see :meth:`Edits.rollback`)."""
+    """Where the records stood before a speculative rewrite (see :func:`rollback`)."""
 
     created: int
-    rewrites: int
-    notes: int
-    diverged: int
-    initializers: int
+    logs: tuple[int, ...]
     rewrote: bool
+
+
+Cache = dict[Any, Any] | set[Any] | list[Any]
+
+
+def _names_gone(item: object, gone: set[ir.Node]) -> bool:
+    """Whether a cache entry names a removed node (itself, or as a value's producer)."""
+    if isinstance(item, ir.Node):
+        return item in gone
+    if isinstance(item, ir.Value):
+        return item.producer() in gone
+    return False
+
+
+class Journal:
+    """Every record a speculative rewrite may add to, registered once where it is made: a
+    checkpoint notes the logs' lengths; a rollback truncates the logs (undoing each dropped
+    entry where an undo is given) and drops every cache entry that names a removed node. A
+    new record registered here is rolled back with no further code."""
+
+    def __init__(self) -> None:
+        self._logs: list[tuple[list[Any], Callable[[Any], None] | None]] = []
+        self._caches: list[Cache] = []
+
+    def log(self, records: list[T], undo: Callable[[T], None] | None = None) -> list[T]:
+        """Register an append-only list of records; returns it."""
+        self._logs.append((records, undo))
+        return records
+
+    def cache(self, container: C) -> C:
+        """Register a cache whose entries name nodes or values made; returns it."""
+        self._caches.append(container)
+        return container
+
+    def lengths(self) -> tuple[int, ...]:
+        return tuple(len(records) for records, _ in self._logs)
+
+    def undo(self, lengths: tuple[int, ...], gone: set[ir.Node]) -> None:
+        for (records, undo), length in zip(self._logs, lengths, strict=True):
+            if undo is not None:
+                for record in records[length:]:
+                    undo(record)
+            del records[length:]
+        for cache in self._caches:
+            if isinstance(cache, dict):
+                for key in [
+                    k for k, v in cache.items() if _names_gone(k, gone) or _names_gone(v, gone)
+                ]:
+                    del cache[key]
+            elif isinstance(cache, set):
+                cache.difference_update([x for x in cache if _names_gone(x, gone)])
+            else:
+                cache[:] = [x for x in cache if not _names_gone(x, gone)]
 
 
 def live_nodes(window: list[ir.Node], roots: Iterable[ir.Value]) -> list[ir.Node]:
@@ -98,65 +156,42 @@ def live_nodes(window: list[ir.Node], roots: Iterable[ir.Value]) -> list[ir.Node
     return [node for node in window if node in live]
 
 
-def checkpoint(edits: Edits) -> Checkpoint:
+def checkpoint(created: CreatedNodes, journal: Journal, rewrote: bool) -> Checkpoint:
     """Where the records stand now."""
-    return Checkpoint(
-        len(edits.created),
-        len(edits.report.rewrites),
-        len(edits.report.notes),
-        len(edits.diverged),
-        len(edits.registered),
-        edits.rewrote,
-    )
+    return Checkpoint(len(created), journal.lengths(), rewrote)
 
 
-def left_since(edits: Edits, mark: Checkpoint, roots: Iterable[ir.Value]) -> list[ir.Node]:
+def left_since(
+    created: CreatedNodes,
+    mark: Checkpoint,
+    roots: Iterable[ir.Value],
+    stays: Callable[[ir.Node], bool],
+    left: Callable[[ir.Node], bool],
+) -> list[ir.Node]:
     """Sequence ops among the nodes created since ``mark`` (subgraphs included) that will
-    stay: left with a reason, a canonical sequence made for a consumer that needs one, or any
-    in a subgraph of a copy (a list a copied If returns from a branch: nothing folds it), and
-    live: ``roots`` (the values the new nodes stand in for), a graph output or a node that
-    stays whatever reads it (:meth:`Edits.holds_failure`) depend on them."""
-    nested = {inner for node in edits.created.order[mark.created :] for inner in nested_nodes(node)}
+    stay: ``left`` (left with a reason, a canonical sequence made for a consumer that needs
+    one) or any in a subgraph of a copy (a list a copied If returns from a branch: nothing
+    folds it), and live: ``roots`` (the values the new nodes stand in for), a graph output or
+    a node that ``stays`` whatever reads it (a failure, a check) depend on them."""
+    nested = {inner for node in created.order[mark.created :] for inner in nested_nodes(node)}
     window = [
-        inner
-        for node in edits.created.order[mark.created :]
-        for inner in (node, *nested_nodes(node))
+        inner for node in created.order[mark.created :] for inner in (node, *nested_nodes(node))
     ]
-    # (a node that fails at run time, or a check, stays whatever reads it)
-    kept = [
-        out for node in window if edits.holds_failure(node, settled=False) for out in node.outputs
-    ]
+    kept = [out for node in window if stays(node) for out in node.outputs]
     return [
         node
         for node in live_nodes(window, [*roots, *kept])
-        if node.op_type in SEQUENCE_OPS
-        and is_default(node)
-        and (node in edits.facts.reasons or node in edits.canonical or node in nested)
+        if node.op_type in SEQUENCE_OPS and is_default(node) and (left(node) or node in nested)
     ]
 
 
-def rollback(edits: Edits, mark: Checkpoint) -> None:
+def rollback(created: CreatedNodes, journal: Journal, mark: Checkpoint) -> None:
     """Remove every node created since ``mark`` and forget what was recorded about it.
 
     Only valid while nothing that existed before ``mark`` was changed (the speculative
     rewrites only add nodes before their anchor and rewrite those new nodes)."""
-    dropped = edits.created.truncate(mark.created)
-    gone = set(dropped)
+    dropped = created.truncate(mark.created)
     for node in dropped:
         drop_subgraphs(node)
     detach(dropped)
-    for graph, name in edits.registered[mark.initializers :]:
-        graph.initializers.pop(name, None)
-    del edits.registered[mark.initializers :]
-    del edits.report.rewrites[mark.rewrites :]
-    del edits.report.notes[mark.notes :]
-    del edits.diverged[mark.diverged :]
-    edits.rewrote = mark.rewrote
-    edits.canonical -= gone
-    edits.unloadable[:] = [node for node in edits.unloadable if node not in gone]
-    for key in [k for k, v in edits.constants.items() if v.producer() in gone]:
-        del edits.constants[key]
-    for seq_key in [k for k, v in edits.materialized.items() if v.producer() in gone]:
-        del edits.materialized[seq_key]
-    for stack_key in [k for k, v in edits.stacks.items() if v.producer() in gone]:
-        del edits.stacks[stack_key]
+    journal.undo(mark.logs, set(dropped))

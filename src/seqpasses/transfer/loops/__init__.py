@@ -64,7 +64,7 @@ def _loop(ctx: Context, node: ir.Node, scope: Scope) -> bool:
             # the walk of the body left reads at the loop counter to the unrolling
             ctx.facts.unrolling.discard(node)
             ctx.walk.rewalk(body, scope, node, "body")
-        ctx.facts.loop_reasons.setdefault(node, []).append(f"not unrolled: {why}")
+        ctx.facts.loop_refused(node, "unroll", why)
         for read in reads:
             ctx.facts.note(read, f"{label(node)} not unrolled: {why}")
     if reads and scans:

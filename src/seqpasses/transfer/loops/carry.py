@@ -282,7 +282,7 @@ def carry_stacked(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> 
 
 
 def _why(ctx: Context, node: ir.Node, text: str) -> None:
-    ctx.facts.loop_reasons.setdefault(node, []).append(f"not carried as one tensor: {text}")
+    ctx.facts.loop_refused(node, "stacked", text)
 
 
 def _apply(

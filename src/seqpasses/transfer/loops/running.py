@@ -210,6 +210,12 @@ def _apply(
         outputs[1 + j] = count_out
         inputs[2 + j] = emit.int64(len(p.initial))
     detach([p.insert])
+    # a carried value the body returns as it came in goes through an Identity: OpenVINO's
+    # Loop conversion miscounts the body's inputs when one is also an output
+    tail = Emitter(body, None, scope.opset, ctx.edits)
+    for k, value in enumerate(outputs[1 : 1 + carried + (start is not None and p.count)], 1):
+        if value.is_graph_input() and value.graph is body:
+            outputs[k] = tail.identity(value)
     for k, value in enumerate(outputs[: len(body.outputs)]):
         if body.outputs[k] is not value:
             body.outputs[k] = value
@@ -228,10 +234,12 @@ def _apply(
         ctx.edits.replace(old, fresh, scope)
     acc = new.outputs[j] if start is not None else None
     count = (new.outputs[carried] if extra else new.outputs[j]) if p.count else None
-    if acc is not None:
+    if acc is not None:  # (proven: an enclosing loop's induction reads them)
         acc.type, acc.shape = ir.TensorType(p.dtype), free
+        ctx.facts.proven.add(acc)
     if count is not None:
         count.type, count.shape = int64, scalar
+        ctx.facts.proven.add(count)
     for use in list(node.outputs[j].uses()):
         reader = use.node
         where = scope_of(ctx, scope, reader)
@@ -284,13 +292,11 @@ def running_concats(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -
             # (a list the body does not just append to: the scan output said why already)
             appends = append_pattern(ctx, body, j) is not None
             if appends and ctx.facts.static(node.inputs[2 + j]) is not None:
-                text = f"not carried as its running concatenation: {found}"
-                ctx.facts.loop_reasons.setdefault(node, []).append(text)
+                ctx.facts.loop_refused(node, "running", found)
             continue
         new = _apply(ctx, node, scope, body, j, found)
         if new is None:
-            text = "not carried as its running concatenation: no empty tensor of its shape"
-            ctx.facts.loop_reasons.setdefault(node, []).append(text)
+            ctx.facts.loop_refused(node, "running", "no empty tensor of its shape")
             continue
         detail = f"carried list {j}" + (
             f" as its concatenation along axis {found.axis}" if found.axis is not None else ""

@@ -280,7 +280,7 @@ def scan_outputs(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> b
         found = plan(ctx, node, scope, body, j)
         if isinstance(found, str):
             if ctx.facts.static(node.inputs[2 + j]) is not None:
-                ctx.facts.loop_reasons.setdefault(node, []).append(f"not a scan output: {found}")
+                ctx.facts.loop_refused(node, "scan", found)
             j += 1
             continue
         new = _apply(ctx, node, scope, body, j, found)
