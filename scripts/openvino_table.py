@@ -10,6 +10,7 @@ first line of OpenVINO's refusal where there is one.
 
 from __future__ import annotations
 
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -27,7 +28,9 @@ def refusal(path: Path) -> str:
     try:
         CORE.compile_model(CORE.read_model(str(path)), "CPU")
     except Exception as error:
-        lines = [line.strip(" -") for line in str(error).splitlines() if line.strip(" -")]
+        # (OpenVINO names nodes with a process-wide counter: "Operation name: Squeeze_217638")
+        text = re.sub(r"\s*Operation name: \S+", "", str(error))
+        lines = [line.strip(" -") for line in text.splitlines() if line.strip(" -")]
         for key in ("No conversion rule", "SequenceArrayLowering", "Conversion is failed"):
             found = next((line for line in lines if key in line), None)
             if found:

@@ -132,10 +132,17 @@ class ShapeOracle:
             if out.shape is None:
                 out.shape = shape
 
-    def infer(self, node: ir.Node, inputs: list[TypeAndShape | None]) -> list[TypeAndShape]:
+    def infer(
+        self,
+        node: ir.Node,
+        inputs: list[TypeAndShape | None],
+        errors: list[str] | None = None,
+    ) -> list[TypeAndShape]:
         """The types and shapes of ``node``'s outputs for inputs of the given types and shapes.
 
-        Unknown outputs are ``(None, None)``; nothing is stored on the values.
+        Unknown outputs are ``(None, None)``; nothing is stored on the values. Where onnx's
+        inference rejects the inputs (incompatible dims: the node would fail the checker),
+        its message goes to ``errors`` when given.
         """
         unknown: list[TypeAndShape] = [(None, None)] * len(node.outputs)
         if not is_default(node):
@@ -195,6 +202,10 @@ class ShapeOracle:
             inferred = onnx.shape_inference.infer_node_outputs(
                 schema, proto, types, data, opset_imports=opsets
             )
+        except onnx.shape_inference.InferenceError as error:
+            if errors is not None:
+                errors.append(f"{node.op_type}: {str(error).strip()}")
+            return unknown
         except Exception:
             return unknown
         result: list[TypeAndShape] = []

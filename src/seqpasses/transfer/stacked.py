@@ -25,147 +25,18 @@ from __future__ import annotations
 import onnx_ir as ir
 
 from seqpasses.core.dims import bounded, same_shape, shape_text
-from seqpasses.core.emit import Emitter
-from seqpasses.core.graph import is_default
-from seqpasses.core.ops import ORT_SPLIT_TO_SEQUENCE_TYPES
 from seqpasses.core.sequence import (
     PositionError,
     Reason,
     StackedSequence,
-    StaticSequence,
     normalize_insert_position,
-    sequence_dtype,
 )
 from seqpasses.transfer import rows, unit_split
-from seqpasses.transfer.common import concat_new_axis, follows_ort
+from seqpasses.transfer.common import concat_new_axis
+from seqpasses.transfer.holding import element_shape, stacked_of
 from seqpasses.walk.context import Context, Entry, Scope
 
 __all__ = ["RULES", "TABLE", "at", "element_shape", "erase", "insert", "stacked_of"]
-
-
-def element_shape(
-    ctx: Context, values: tuple[ir.Value, ...], scope: Scope
-) -> tuple[ir.Shape, ir.DataType | None] | Reason:
-    """The shape and dtype every one of ``values`` provably has, or why not."""
-    first = scope.shapes.shape(values[0])
-    dtype = values[0].dtype
-    for value in values[1:]:
-        shape = scope.shapes.shape(value)
-        if not same_shape(first, shape) or value.dtype != dtype:
-            return Reason(
-                "unlike-elements",
-                f"elements of shapes {shape_text(first)} and {shape_text(shape)} are not "
-                "provably alike: the list cannot be held as one tensor",
-            )
-    if first is None or not same_shape(first, first):
-        return Reason(
-            "unlike-elements",
-            f"element shape {shape_text(first)} is not fully known: the list cannot be held "
-            "as one tensor",
-        )
-    return first, dtype
-
-
-_TENSOR_READS = frozenset(
-    {"SequenceAt", "SequenceLength", "ConcatFromSequence", "SequenceInsert", "SequenceErase"}
-)
-
-
-def _read_as_list(value: ir.Value) -> bool:
-    """Whether what comes of ``value`` (through inserts, erases and identities) reaches a graph
-    output or an op that reads a list as a list (a SequenceMap, a Loop or If, another domain):
-    there a list held as one tensor must be written back."""
-    seen: set[ir.Value] = set()
-    work = [value]
-    while work:
-        current = work.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        if current.is_graph_output():
-            return True
-        for use in current.uses():
-            node = use.node
-            if not is_default(node) or node.op_type not in (*_TENSOR_READS, "Identity"):
-                return True
-            if node.op_type in ("SequenceInsert", "SequenceErase", "Identity") and use.idx == 0:
-                work.extend(node.outputs)
-    return False
-
-
-def stacked_of(
-    ctx: Context,
-    value: ir.Value | None,
-    scope: Scope,
-    anchor: ir.Node | None,
-    hint: ir.Value | None = None,
-) -> StackedSequence | Reason:
-    """``value`` as one tensor ``[n, *E]``, built before ``anchor`` (at the end of the scope's
-    graph when None) when needed; ``hint``: an element about to be added (it gives an empty
-    list its element shape)."""
-    if value is None:
-        return Reason("invalid", "input is missing")
-    if "stacked" in ctx.options.disabled:
-        return ctx.facts.why_unknown(value)
-    if ctx.facts.in_unrolled_body(scope.graph):
-        return Reason("run-time-value", "left to the unrolling of the loop around it")
-    known = ctx.facts.values.get(value)
-    if isinstance(known, StackedSequence):
-        return known
-    dtype = known.dtype if isinstance(known, StaticSequence) else sequence_dtype(value)
-    if dtype is not None and dtype not in ORT_SPLIT_TO_SEQUENCE_TYPES and _read_as_list(value):
-        return Reason(
-            "unlike-elements",
-            f"a list of {dtype.name.lower()} that something reads as a list: held as one tensor "
-            "it would have to be written back by a SplitToSequence ONNX Runtime lacks",
-        )
-    emit = ctx.edits.emitter(scope, anchor)
-    if isinstance(known, StaticSequence):
-        if not known.elements:
-            if hint is None:
-                return Reason(
-                    "unknown-shape",
-                    "an empty list: its element shape is not known until an element is added",
-                )
-            found = element_shape(ctx, (hint,), scope)
-            if isinstance(found, Reason):
-                return found
-            empty = rows.empty_rows(emit, found[0], found[1], hint)
-            assert empty is not None
-            return StackedSequence(empty, 0, found[0], known.dtype or hint.dtype)
-        found = element_shape(ctx, known.elements, scope)
-        if isinstance(found, Reason):
-            return found
-        tensor = ctx.edits.stack(known, scope, anchor)
-        return StackedSequence(tensor, len(known), found[0], known.dtype or found[1])
-    split = unit_split.find(ctx, value, scope)
-    if split is not None:
-        return _from_unit_split(ctx, emit, value.producer(), split, scope)
-    return ctx.facts.why_unknown(value)
-
-
-def _from_unit_split(
-    ctx: Context,
-    emit: Emitter,
-    producer: ir.Node | None,
-    split: tuple[ir.Value, int, bool, bool],
-    scope: Scope,
-) -> StackedSequence | Reason:
-    data, axis, squeeze, diverges = split
-    shape = scope.shapes.shape(data)
-    assert shape is not None  # find checked the rank
-    perm = [axis, *(d for d in range(len(shape)) if d != axis)]
-    tensor = data
-    if perm != list(range(len(shape))):
-        tensor = emit.op("Transpose", [data], perm=perm)
-        tensor.type, tensor.shape = data.type, ir.Shape([shape[d] for d in perm])
-    element = [shape[d] for d in perm[1:]]
-    if not squeeze:  # each element keeps the axis, of size 1
-        element.insert(axis, 1)
-        tensor = emit.unsqueeze(tensor, 1 + axis)
-    if diverges and producer is not None:
-        follows_ort(ctx, producer, [tensor], "the elements are squeezed")
-    return StackedSequence(tensor, shape[axis], ir.Shape(element), data.dtype)
 
 
 def _leave(ctx: Context, node: ir.Node, why: Reason, because: Reason | None) -> bool:

@@ -12,7 +12,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from seqpasses.options import GROUPS
-from seqpasses.transfer import control, loops, sequence_ops, stacked, stacked_map, unit_split
+from seqpasses.transfer import (
+    control,
+    loops,
+    sequence_ops,
+    split_to_sequence,
+    stacked,
+    stacked_map,
+    unit_split,
+)
 from seqpasses.walk.context import Entry
 
 __all__ = ["DRY_TABLE", "RULES", "TABLE", "Rule", "merge"]
@@ -50,7 +58,14 @@ def _rules(*families: Mapping[str, tuple[str, str]]) -> dict[str, Rule]:
     return rules
 
 
-TABLE = merge(sequence_ops.TABLE, unit_split.TABLE, stacked.TABLE, control.TABLE, loops.TABLE)
+TABLE = merge(
+    sequence_ops.TABLE,
+    split_to_sequence.TABLE,
+    unit_split.TABLE,
+    stacked.TABLE,
+    control.TABLE,
+    loops.TABLE,
+)
 """The table of a real walk."""
 
 DRY_TABLE = {key: entry for key, entry in TABLE.items() if entry.dry}
@@ -58,6 +73,7 @@ DRY_TABLE = {key: entry for key, entry in TABLE.items() if entry.dry}
 
 RULES: dict[str, Rule] = _rules(
     sequence_ops.RULES,
+    split_to_sequence.RULES,
     unit_split.RULES,
     stacked.RULES,
     stacked_map.RULES,

@@ -34,7 +34,7 @@ from seqpasses.core.graph import (
 )
 from seqpasses.core.sequence import Reason, StackedSequence, StaticSequence
 from seqpasses.transfer.common import written_back_unloadable
-from seqpasses.transfer.loops.induction import induction, stable
+from seqpasses.transfer.loops.induction import induction, rejected, stable
 from seqpasses.transfer.rows import empty_rows
 from seqpasses.transfer.stacked import stacked_of
 from seqpasses.walk.budget import cost_of
@@ -271,6 +271,20 @@ def carry_stacked(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> 
             if cause is not None
             else "the body does not return the list as one tensor of its element shape",
         )
+        for j, old in olds.items():
+            copy.inputs[2 + j] = old
+        ctx.edits.rollback(mark)
+        drop_nodes_of(copy)
+        return False
+    seeds = {
+        j: (ir.TensorType(dtype), ir.Shape([ir.SymbolicDim(None), *shape]))
+        for j, (_, (shape, dtype), _) in lists.items()
+    }
+    errors = rejected(ctx, scope, node, copy, seeds)
+    if errors and not rejected(ctx, scope, node, body, {}):
+        # an element shape now declared meets a read that cannot take it (the original fails
+        # there at run time, or never gets there): the checker would refuse the whole model
+        _why(ctx, node, f"onnx's inference would reject the body as one tensor ({errors[0]})")
         for j, old in olds.items():
             copy.inputs[2 + j] = old
         ctx.edits.rollback(mark)

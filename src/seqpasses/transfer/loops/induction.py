@@ -8,6 +8,8 @@ reproduce is dropped, until the assumptions hold (:func:`induction`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import onnx_ir as ir
 
 from seqpasses.core.dims import contradicts, fill_shape, same_shape
@@ -22,6 +24,7 @@ __all__ = [
     "induction",
     "infer_scan_shapes",
     "iterations",
+    "rejected",
     "same",
     "stable",
     "stays_true",
@@ -34,7 +37,11 @@ def same(a: TypeAndShape | None, b: TypeAndShape) -> bool:
 
 
 def _body_shapes(
-    ctx: Context, scope: Scope, body: ir.Graph, carried: list[TypeAndShape | None]
+    ctx: Context,
+    scope: Scope,
+    body: ir.Graph,
+    carried: list[TypeAndShape | None],
+    errors: list[str] | None = None,
 ) -> dict[ir.Value, TypeAndShape]:
     """Types and shapes of the body's values, inferred afresh from the given carried inputs
     (declared shapes inside the body are not trusted: exporters write guesses there)."""
@@ -56,7 +63,7 @@ def _body_shapes(
             else:  # an initializer, or from an enclosing scope: the same every iteration
                 shape = scope.shapes.shape(v)  # (infers the type too, when it is missing)
                 inputs.append((v.type, shape))
-        inferred = scope.shapes.infer(node, inputs)
+        inferred = scope.shapes.infer(node, inputs, errors)
         for out, (type_, shape) in zip(node.outputs, inferred, strict=True):
             # what seqpasses proved itself (an inner loop's scan output) is kept
             proven = out in ctx.facts.proven and shape is None
@@ -87,6 +94,23 @@ def induction(
             return known, carried
         for j in broken:
             carried[j] = None
+
+
+def rejected(
+    ctx: Context,
+    scope: Scope,
+    node: ir.Node,
+    body: ir.Graph,
+    seeds: Mapping[int, TypeAndShape | None],
+) -> list[str]:
+    """What onnx's inference rejects in ``body`` (incompatible dims: the checker would refuse
+    the model), from the carried values induction proves and ``seeds`` (carried value index
+    -> a type and shape known to hold every iteration)."""
+    _, carried = induction(ctx, scope, node, body)
+    given = [seeds.get(j, found) for j, found in enumerate(carried)]
+    errors: list[str] = []
+    _body_shapes(ctx, scope, body, given, errors)
+    return errors
 
 
 def appended_shape(

@@ -16,11 +16,11 @@ from seqpasses.core.dims import same_shape
 from seqpasses.core.graph import drop_subgraphs, graph_nodes, is_default, subgraphs
 from seqpasses.core.ops import SEQUENCE_OPS
 from seqpasses.transfer.common import written_back_unloadable
-from seqpasses.transfer.control import inline_graph
 from seqpasses.transfer.loops.induction import declared_ones, stays_true
 from seqpasses.walk.budget import cost_of
 from seqpasses.walk.context import Context, Scope
 from seqpasses.walk.facts import Reason
+from seqpasses.walk.inline import inline_graph
 
 __all__ = ["blocker", "plan_unrolling", "unroll"]
 

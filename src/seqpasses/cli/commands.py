@@ -1,0 +1,185 @@
+"""What each ``seqpasses`` command does once its arguments are parsed: the options object,
+the usage checks, and the optimize, passes, inspect and shapes commands.
+
+Each command imports the heavy modules (onnx, the pipeline) it needs when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from seqpasses.errors import BadInputError
+from seqpasses.options import Options
+
+__all__ = ["EXIT_NOT_VERIFIED", "options_of", "run_command"]
+
+EXIT_NOT_VERIFIED = 4
+"""``--check`` was asked for but no evaluator could compare the two models."""
+
+
+def _input_shapes(texts: list[str]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    from seqpasses.passes.input_shapes import parse_input_shape
+
+    shapes: dict[str, tuple[int, ...]] = {}
+    for text in texts:
+        name, dims = parse_input_shape(text)
+        if name in shapes and shapes[name] != dims:
+            raise BadInputError(f"--input-shape {name}: given twice, with different shapes")
+        shapes[name] = dims
+    return tuple(shapes.items())
+
+
+def options_of(args: argparse.Namespace) -> Options:
+    """The one options object from the command line (one line, exit 2, when it makes no
+    sense)."""
+    try:
+        options = Options(
+            freeze_inputs=args.freeze_inputs,
+            strict_spec=args.strict_spec,
+            skip=tuple(args.skip),
+            only=None if args.only is None else tuple(args.only),
+            max_unroll=args.max_unroll,
+            max_split=args.max_split,
+            node_budget=args.node_budget,
+            strict_input=args.strict_input,
+            input_shapes=_input_shapes(args.input_shape),
+            inline_functions=args.inline_functions,
+            infer_shapes=not getattr(args, "no_infer_shapes", True),
+        )
+        options.validate()
+    except ValueError as error:
+        raise BadInputError(str(error)) from None
+    return options
+
+
+def _usage(args: argparse.Namespace) -> None:
+    """Refuse options that make no sense alone or together (one line, exit 2)."""
+    if args.check_runs is not None and args.check_runs < 1:
+        raise BadInputError("--check-runs must be at least 1")
+    for given, option in (
+        (args.check_runs is not None, "--check-runs"),
+        (args.check_inputs is not None, "--check-inputs"),
+        (args.check_whole, "--check-whole"),
+    ):
+        if given and not args.check:
+            raise BadInputError(f"{option} needs --check")
+    if args.check_inputs is not None and not args.check_inputs.is_file():
+        raise BadInputError(f"{args.check_inputs}: no such file (--check-inputs)")
+    if args.jobs < 1:
+        raise BadInputError("--jobs must be at least 1")
+    if not args.timeout > 0:
+        raise BadInputError("--timeout must be more than 0 seconds")
+    if args.quiet and args.verbose:
+        raise BadInputError("-q and -v contradict each other")
+    if str(args.output) == "-":
+        raise BadInputError(
+            "-o -: seqpasses writes a model file, not standard output; name the output file"
+        )
+
+
+def _optimize(args: argparse.Namespace) -> int:
+    options = options_of(args)
+    _usage(args)
+    from seqpasses.cli.job import Job, run_job, write_report
+
+    def job(source: Path, target: Path, report: Path | None) -> Job:
+        return Job(
+            input=source,
+            output=target,
+            options=options,
+            check=args.check,
+            check_runs=args.check_runs or 3,
+            check_inputs=args.check_inputs,
+            check_whole=args.check_whole,
+            external_data=args.external_data,
+            report=report,
+        )
+
+    if args.input.is_dir():
+        from seqpasses.cli.batch import run_batch
+
+        return run_batch(
+            job(args.input, args.output, None),
+            args.input,
+            args.output,
+            jobs=args.jobs,
+            quiet=args.quiet,
+            verbose=args.verbose,
+            report=args.report,
+            timeout=args.timeout,
+        )
+    outcome = run_job(job(args.input, args.output, args.report))
+    report, verdict = outcome.report, outcome.verdict
+    for warning in report.warnings:
+        print(f"seqpasses: warning: {warning}", file=sys.stderr)
+    check = None if verdict is None else verdict.as_dict()
+
+    def write(written: bool) -> None:
+        if args.report is None:
+            return
+        data: dict[str, Any] = report.as_dict()
+        data["input"] = str(args.input)
+        data["output"] = str(args.output) if written else None
+        data["check"] = check
+        write_report(args.report, data)
+
+    if verdict is not None and verdict.status == "mismatch":
+        print(f"seqpasses: check failed, no output written: {verdict.mismatch}", file=sys.stderr)
+        write(False)
+        return 1
+    write(True)
+    if not args.quiet:
+        print(report.table())
+        if args.verbose:
+            for rewrite in report.rewrites:
+                print(f"  rewrite {rewrite.rule}: {rewrite.named()} {rewrite.detail}")
+        for left in report.left:
+            print(f"  left {left.named()} ({left.graph or 'main'}): {left.detail}")
+        for note in report.notes:
+            print(f"  note: {note}")
+        if verdict is not None:
+            print(verdict)
+            for note in [*verdict.notes, *(verdict.details if args.verbose else ())]:
+                print(f"  check: {note}")
+        print(f"wrote {args.output}")
+    elif verdict is not None and not verdict.verified:
+        print(verdict, file=sys.stderr)
+    return EXIT_NOT_VERIFIED if verdict is not None and not verdict.verified else 0
+
+
+def _passes(rules: bool) -> None:
+    """The rewrite groups (and with ``rules`` every rewrite id in each), from the registry."""
+    from seqpasses.options import GROUPS
+
+    listed = []
+    if rules:
+        from seqpasses.transfer.table import RULES
+
+        listed = list(RULES.values())
+    width = max(len(name) for name in [*GROUPS, *(f"  {r.id}" for r in listed)])
+    for name, text in GROUPS.items():
+        print(f"{name:<{width}}  {text}")
+        for rule in listed:
+            if rule.group == name:
+                print(f"{'  ' + rule.id:<{width}}  {rule.doc}")
+
+
+def run_command(args: argparse.Namespace) -> int:
+    if args.command == "optimize":
+        return _optimize(args)
+    if args.command == "passes":
+        _passes(args.rules)
+        return 0
+    if args.command == "inspect":
+        options = options_of(args)
+        from seqpasses.cli.views import inspect_command
+
+        return inspect_command(args.input, options)
+    if args.command == "shapes":
+        from seqpasses.cli.views import shapes_command
+
+        return shapes_command(args)
+    return 2

@@ -1,0 +1,274 @@
+"""Both evaluators on the same input sets, those ONNX Runtime runs the original on: ONNX
+Runtime compares the whole models; ``onnx.reference`` the whole models too when they are
+small, else only the region the rewrite changed, on the values ONNX Runtime's run of the
+original gives its inputs (see :func:`seqpasses.verification.verify`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import onnx
+
+from seqpasses.verification.each import verify_each
+from seqpasses.verification.engines import Runner, outcome, reference, runtime
+from seqpasses.verification.inputs import random_inputs
+from seqpasses.verification.region import Region, changed_region, with_outputs
+from seqpasses.verification.report import EngineResult, VerifyReport
+from seqpasses.verification.values import compare
+
+__all__ = ["REGION_MIN_NODES", "verify_shared"]
+
+REGION_MIN_NODES = 200
+"""From this many main-graph nodes, onnx.reference interprets only the changed region (its
+inputs captured from ONNX Runtime's run of the original) instead of the whole models."""
+
+_SCALES = (1, 4, 16, 64, 256)
+"""How much larger each retry draws the dims the model leaves free, after the original fails
+on a draw (a reflect Pad needs a signal longer than its padding)."""
+
+_HINT = "give inputs it runs on: --check-inputs FILE.npz, or --input-shape NAME:D1,D2,..."
+
+
+@dataclass
+class _Draw:
+    feeds: dict[str, Any]
+    where: str
+    outputs: list[Any]  # the original's outputs on ONNX Runtime, then the captured values
+
+
+def _clip(text: str, width: int = 160) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _draws(
+    first: onnx.ModelProto,
+    judge: Runner,
+    result: EngineResult,
+    *,
+    runs: int,
+    seed: int,
+    given: Sequence[Mapping[str, Any]] | None,
+    budget_s: float | None,
+) -> tuple[list[_Draw], str]:
+    """Input sets the original runs on, judged by ONNX Runtime (failed draws count against its
+    budget): the caller's, else seeded random ones, the free dims grown after each failure.
+    Returns them and the first failure's message."""
+    accepted: list[_Draw] = []
+    first_error = ""
+    attempts = len(given) if given is not None else max(4 * runs, 2 * len(_SCALES))
+    scale_index = 0
+    for draw in range(attempts):
+        if len(accepted) >= (len(given) if given is not None else runs):
+            break
+        if budget_s is not None and result.seconds > budget_s and draw:
+            break
+        scale = _SCALES[min(scale_index, len(_SCALES) - 1)]
+        feeds = random_inputs(first, seed + draw, scale=scale)
+        if given is not None:
+            feeds.update(given[draw])
+        where = f"input set {draw}" + ("" if given is not None else f" (seed {seed + draw})")
+        start = time.perf_counter()
+        outputs, error = outcome(judge, feeds)
+        result.seconds += time.perf_counter() - start
+        if outputs is None:
+            result.original_failed += 1
+            first_error = first_error or error
+            scale_index += 1
+            continue
+        accepted.append(_Draw(feeds, where, outputs))
+    return accepted, first_error
+
+
+def verify_shared(
+    first: onnx.ModelProto,
+    second: onnx.ModelProto,
+    runs: int,
+    seed: int,
+    strict_spec: bool,
+    inputs: Sequence[Mapping[str, Any]] | None,
+    budget_s: float | None,
+    whole: bool,
+) -> VerifyReport:
+    """Both evaluators on the input sets ONNX Runtime runs the original on (see :func:`verify`)."""
+    report = VerifyReport()
+    ref, ort = EngineResult("onnx.reference"), EngineResult("onnxruntime")
+    report.results = [ref, ort]
+    names = [out.name for out in first.graph.output]
+    region: Region | None = None
+    if not whole:
+        found = changed_region(first, second)
+        if isinstance(found, str):
+            if len(first.graph.node) >= REGION_MIN_NODES:
+                report.notes.append(f"onnx.reference runs the whole models ({found})")
+        elif found.empty or len(first.graph.node) >= REGION_MIN_NODES:
+            region = found
+    captured = region.captured if region is not None else []
+    judge = runtime(with_outputs(first, captured) if captured else first)
+    optimized = runtime(second)
+    if isinstance(judge, str):  # each evaluator on its own (ONNX Runtime says why it cannot)
+        return verify_each(
+            first,
+            second,
+            runs=runs,
+            seed=seed,
+            strict_spec=strict_spec,
+            use_ort=True,
+            inputs=inputs,
+            failures="skip",
+            budget_s=budget_s,
+        )
+    draws, error = _draws(first, judge, ort, runs=runs, seed=seed, given=inputs, budget_s=budget_s)
+    if not draws:
+        ort.why = f"could not run the original on any input set ({_clip(error)}); {_HINT}"
+        ref.why = "no input set the original runs on (ONNX Runtime judges)"
+        report.details.append(f"onnxruntime: the original's error in full: {error}")
+        return report
+    if ort.original_failed:
+        report.notes.append(
+            f"onnxruntime: the original failed on {ort.original_failed} input set(s) "
+            f"({_clip(error)}); those were not compared, and each next draw made the free "
+            "dims larger"
+        )
+    for draw in draws:
+        start = time.perf_counter()
+        after, error = outcome(optimized, draw.feeds)
+        ort.seconds += time.perf_counter() - start
+        if after is None:
+            report.mismatch = (
+                f"{draw.where}: onnxruntime: optimized failed ({error}) but original ran"
+            )
+            return report
+        for name, x, y in zip(names, draw.outputs, after, strict=False):
+            diff = compare(name, x, y)
+            if diff:
+                report.mismatch = f"{draw.where}: onnxruntime: {diff}"
+                return report
+        ort.compared += 1
+    if region is not None:
+        _reference_region(report, ref, region, draws, names, strict_spec, budget_s)
+    else:
+        _reference_whole(report, ref, first, second, draws, names, strict_spec, budget_s)
+    return report
+
+
+def _over_budget(
+    result: EngineResult, wanted: int, budget_s: float | None, notes: list[str]
+) -> bool:
+    """Whether ``result``'s evaluator must stop before one more input set (noted)."""
+    if budget_s is None or not result.compared:
+        return budget_s is not None and result.seconds > budget_s
+    each = result.seconds / result.compared
+    if result.seconds + each <= budget_s:
+        return False
+    notes.append(
+        f"{result.name}: compared {result.compared} of {wanted} input set(s): one takes "
+        f"{each:.1f} s (budget {budget_s:g} s per evaluator)"
+    )
+    return True
+
+
+def _reference_whole(
+    report: VerifyReport,
+    ref: EngineResult,
+    first: onnx.ModelProto,
+    second: onnx.ModelProto,
+    draws: list[_Draw],
+    names: list[str],
+    strict_spec: bool,
+    budget_s: float | None,
+) -> None:
+    before, after = reference(first, strict_spec), reference(second, strict_spec)
+    if isinstance(before, str):
+        ref.why = f"could not load the original ({_clip(before)})"
+        return
+    failed = ""
+    for draw in draws:
+        if _over_budget(ref, len(draws), budget_s, report.notes):
+            break
+        start = time.perf_counter()
+        out_b, error = outcome(before, draw.feeds)
+        out_a, error_a = (None, "") if out_b is None else outcome(after, draw.feeds)
+        ref.seconds += time.perf_counter() - start
+        if out_b is None:
+            ref.original_failed += 1
+            failed = failed or error
+            continue
+        if out_a is None:
+            report.mismatch = (
+                f"{draw.where}: onnx.reference: optimized failed ({error_a}) but original ran"
+            )
+            return
+        for name, x, y in zip(names, out_b, out_a, strict=False):
+            diff = compare(name, x, y)
+            if diff:
+                report.mismatch = f"{draw.where}: onnx.reference: {diff}"
+                return
+        ref.compared += 1
+    if failed:
+        report.notes.append(
+            f"onnx.reference: the original failed on {ref.original_failed} input set(s) ONNX "
+            f"Runtime runs ({_clip(failed)}); those were not compared"
+        )
+    if not ref.compared and not ref.why:
+        ref.why = f"could not run the original on any input set ({_clip(failed or 'over budget')})"
+
+
+def _reference_region(
+    report: VerifyReport,
+    ref: EngineResult,
+    region: Region,
+    draws: list[_Draw],
+    names: list[str],
+    strict_spec: bool,
+    budget_s: float | None,
+) -> None:
+    changed, total = region.size
+    if region.empty:
+        ref.why = "compared nothing: the rewrite changed no node of the main graph"
+        return
+    before, after = reference(region.before, strict_spec), reference(region.after, strict_spec)
+    if isinstance(before, str):
+        ref.why = f"could not load the original's changed region ({_clip(before)})"
+        return
+    report.notes.append(
+        f"onnx.reference compared the changed region ({changed} of {total} nodes of the "
+        "original's main graph, and what replaced them) on the values ONNX Runtime's run of "
+        "the original gave its inputs; onnxruntime compared the whole models"
+    )
+    captured_at = {name: len(names) + k for k, name in enumerate(region.captured)}
+    failed = ""
+    for draw in draws:
+        if _over_budget(ref, len(draws), budget_s, report.notes):
+            break
+        feeds = {name: draw.feeds[name] for name in region.fed}
+        feeds.update({name: draw.outputs[k] for name, k in captured_at.items()})
+        start = time.perf_counter()
+        out_b, error = outcome(before, feeds)
+        out_a, error_a = (None, "") if out_b is None else outcome(after, feeds)
+        ref.seconds += time.perf_counter() - start
+        if out_b is None:
+            ref.original_failed += 1
+            failed = failed or error
+            continue
+        if out_a is None:
+            report.mismatch = (
+                f"{draw.where}: onnx.reference (changed region): optimized failed ({error_a}) "
+                "but original ran"
+            )
+            return
+        for (name, _), x, y in zip(region.outputs, out_b, out_a, strict=True):
+            diff = compare(name, x, y)
+            if diff:
+                report.mismatch = f"{draw.where}: onnx.reference (changed region): {diff}"
+                return
+        ref.compared += 1
+    if failed:
+        report.notes.append(
+            f"onnx.reference: the original's region failed on {ref.original_failed} input "
+            f"set(s) ONNX Runtime runs ({_clip(failed)}); those were not compared"
+        )
+    if not ref.compared and not ref.why:
+        ref.why = f"could not run the original's region ({_clip(failed or 'over budget')})"

@@ -1,0 +1,188 @@
+"""What must stay at the end of a walk: :class:`KeepMixin`, the part of
+:class:`~seqpasses.walk.edits.Edits` that says which nodes dead-code removal keeps (a check a
+rewrite emitted, a node left as it is, a node dead in the model as given) and which are what a
+rewrite left behind (replaced, superseded, or a stale copy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import onnx_ir as ir
+
+from seqpasses.core.graph import GRAPH_HOLDERS, graphs, is_default, subgraphs
+from seqpasses.core.ops import SEQUENCE_OPS
+from seqpasses.core.sequence import FAILING_KINDS
+from seqpasses.walk.facts import Facts
+from seqpasses.walk.trial import CreatedNodes
+
+__all__ = ["KeepMixin"]
+
+
+class KeepMixin:
+    """Which nodes stay whatever reads them; mixed into :class:`~seqpasses.walk.edits.Edits`,
+    which sets these attributes (see its ``__init__``)."""
+
+    facts: Facts
+    created: CreatedNodes
+    origin: dict[ir.Node, ir.Node]
+    cloned: dict[ir.Node, ir.Node]
+    forwarded: dict[ir.Value, ir.Value]
+    check_nodes: set[ir.Node]
+    dead_in_input: set[ir.Node]
+    current: Callable[[ir.Value], ir.Value]
+
+    def _source(self, node: ir.Node) -> ir.Node | None:
+        """The node ``node`` copies (inlined, unrolled or cloned), if any."""
+        found = self.origin.get(node)
+        return found if found is not None else self.cloned.get(node)
+
+    def holds_failure(self, node: ir.Node, settled: bool = True) -> bool:
+        """Whether ``node`` must stay even when nothing reads it: a check a rewrite emitted,
+        a node left as it is (out of range, or any op seqpasses could not prove runs: it may
+        fail at run time; not the canonical form of a sequence written for a reader), or a
+        node dead in the model as given (or a copy of one) the walk neither replaced nor
+        folded. Not ``settled`` (during the walk): of the nodes left, only those that fail
+        whatever comes later (a read of a loop's list may yet be rewritten). Never a copy of
+        a node already replaced when it was copied (an unrolled body still holding it)."""
+        if self._stale(node):
+            return False
+        if self._is_check(node):
+            return True
+        if self._left(node) and (settled or self.facts.reasons[node].kind in FAILING_KINDS):
+            return True
+        return (
+            self._was_dead(node)
+            and not self._resolved(node)
+            and not self._superseded(node)
+            and not _unit_split(node)
+        )
+
+    def protected(self, model: ir.Model) -> set[ir.Node]:
+        """The nodes of ``model`` dead-code removal must keep (:meth:`holds_failure`), and
+        what replaced a node dead in the model as given (a rewrite of it that may fail); but
+        none inside a graph whose holder's work the walk took over (a SequenceMap inlined)."""
+        holders: dict[int, ir.Node] = {}
+        candidates: set[ir.Node] = set()
+        for _, graph in graphs(model):
+            for node in graph:
+                if self.holds_failure(node):
+                    candidates.add(node)
+                for _, inner in subgraphs(node):
+                    holders[id(inner)] = node
+        for node in (*self.dead_in_input, *self.origin, *self.cloned):
+            if not self._replaced(node) or not self._was_dead(node) or self._stale(node):
+                continue
+            for out in node.outputs:
+                producer = self.current(out).producer()
+                if (
+                    producer is not None
+                    and producer in self.created
+                    and producer.op_type != "Constant"
+                    and not self._resolved(producer)
+                ):
+                    candidates.add(producer)
+        tops = {id(model.graph), *(id(f.graph) for f in model.functions.values())}
+        memo: dict[ir.Node, bool] = {}
+        return {
+            n
+            for n in candidates
+            if self._in_effect(n, holders, tops) and not self._leftover(n, memo)
+        }
+
+    def _in_effect(self, node: ir.Node, holders: dict[int, ir.Node], tops: set[int]) -> bool:
+        """Whether ``node`` sits in the model, under holders whose work is still theirs."""
+        graph = node.graph
+        while graph is not None and id(graph) not in tops:
+            holder = holders.get(id(graph))
+            if holder is None or self._resolved(holder) or self._superseded(holder):
+                return False
+            graph = holder.graph
+        return graph is not None
+
+    def _replaced(self, node: ir.Node) -> bool:
+        return any(out in self.forwarded for out in node.outputs)
+
+    def _superseded(self, node: ir.Node) -> bool:
+        """Whether ``node``'s work is done elsewhere now: its outputs replaced, or its graphs
+        taken (an If inlined or rebuilt, a Loop unrolled or rebuilt)."""
+        if self._replaced(node):
+            return True
+        names = GRAPH_HOLDERS.get(node.op_type, ()) if is_default(node) else ()
+        return any(name not in node.attributes for name in names)
+
+    def _stale(self, node: ir.Node) -> bool:
+        """Whether ``node`` copies a node whose work was done elsewhere when it was copied
+        (replaced, or its graphs taken: an unrolled or inlined body still held it)."""
+        source = self._source(node)
+        while source is not None:
+            if self._superseded(source):
+                return True
+            source = self._source(source)
+        return False
+
+    def _leftover(self, start: ir.Node, memo: dict[ir.Node, bool]) -> bool:
+        """Whether ``start`` is, or reads at any distance, a node whose work is done elsewhere
+        or a stale copy (:meth:`_stale`): what a rewrite left behind, not the model's work."""
+        stack: list[tuple[ir.Node, bool]] = [(start, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if node in memo:
+                continue
+            producers = [p for p in (v.producer() for v in node.inputs if v is not None) if p]
+            if expanded:
+                memo[node] = any(memo.get(p, False) for p in producers)
+            elif self._superseded(node) or self._stale(node):
+                memo[node] = True
+            else:
+                stack.append((node, True))
+                stack.extend((p, False) for p in producers if p not in memo)
+        return memo[start]
+
+    def _is_check(self, node: ir.Node) -> bool:
+        """Whether ``node`` is, or copies, a check a rewrite emitted."""
+        found: ir.Node | None = node
+        while found is not None and found not in self.check_nodes:
+            found = self._source(found)
+        return found is not None
+
+    def _left(self, node: ir.Node) -> bool:
+        """Whether ``node`` was left as it is (see :meth:`holds_failure`), and not replaced
+        later (a read of a loop's list, once the loop is rewritten); but a split into chunks
+        of one, which never fails (its reads are lowered whatever its length)."""
+        reason = self.facts.reasons.get(node)
+        return (
+            reason is not None
+            and reason.kind != "needs-sequence"
+            and not self._superseded(node)
+            and not _unit_split(node)
+        )
+
+    def _was_dead(self, node: ir.Node) -> bool:
+        """Whether ``node`` is, or copies, a node dead in the model as given."""
+        found: ir.Node | None = node
+        while found is not None and found not in self.dead_in_input:
+            found = self._source(found)
+        return found is not None
+
+    def _resolved(self, node: ir.Node) -> bool:
+        """A sequence op the walk folded (its value is known, it was left with no reason)."""
+        return is_default(node) and node.op_type in SEQUENCE_OPS and node not in self.facts.reasons
+
+
+def _unit_split(node: ir.Node) -> bool:
+    """Whether ``node`` is a SplitToSequence with no split or a constant scalar split of 1."""
+    if node.op_type != "SplitToSequence" or not is_default(node):
+        return False
+    split = node.inputs[1] if len(node.inputs) > 1 else None
+    if split is None:
+        return True
+    tensor = split.const_value
+    producer = split.producer()
+    if tensor is None and producer is not None and producer.op_type == "Constant":
+        attr = producer.attributes.get("value")
+        tensor = attr.as_tensor() if attr is not None and not attr.is_ref() else None
+    if tensor is None:
+        return False
+    array = tensor.numpy()
+    return array.ndim == 0 and int(array) == 1
