@@ -94,4 +94,4 @@ g (float[3] a, int64 p) => (float[3] y) {{
     assert check.ok, check.mismatch
     ops = [n.op_type for n in optimized.graph.node]
     assert ("SequenceAt" in ops) == kept  # out of range: left, kept though nothing reads it
-    assert "Range" in ops  # the check of the erase's run-time position
+    assert "Gather" in ops  # the check of the erase's run-time position (Gather([0], p))

@@ -69,21 +69,18 @@ def normalized(
             return normalize_at_position(p, st.length)
         except PositionError as error:
             return Reason("out-of-range", f"{error}: left to fail at run time as before")
-    if isinstance(st.length, int):
-        n = emit.constant(np.array(st.length + inserting, dtype=np.int64))
+    if isinstance(st.length, int):  # the positions themselves: one constant
+        positions = emit.constant(np.arange(st.length + inserting, dtype=np.int64))
     else:
         n = length_of(emit, st)
         if inserting:
-            n = emit.op("Add", [n, emit.constant(np.array(1, dtype=np.int64))])
+            n = emit.op("Add", [n, emit.int64(1)])
             n.type, n.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([])
-    positions = emit.op(
-        "Range",
-        [emit.constant(np.array(0, dtype=np.int64)), n, emit.constant(np.array(1, dtype=np.int64))],
-    )
-    positions.type, positions.shape = (
-        ir.TensorType(ir.DataType.INT64),
-        ir.Shape([ir.SymbolicDim(None)]),
-    )
+        positions = emit.op("Range", [emit.int64(0), n, emit.int64(1)])
+        positions.type, positions.shape = (
+            ir.TensorType(ir.DataType.INT64),
+            ir.Shape([ir.SymbolicDim(None)]),
+        )
     int64 = ir.TensorType(ir.DataType.INT64)
     if position is None:
         where = emit.int64s([-1])
@@ -97,8 +94,7 @@ def normalized(
         # an insert accepts [-n, n]: a negative p means p + n (not p + n + 1, what Gather over
         # the n + 1 positions would give), so it looks one further back: p - 1 lands on p + n
         # and -n - 1 falls outside, failing as SequenceInsert does
-        zero = emit.constant(np.array(0, dtype=np.int64))
-        one = emit.constant(np.array(1, dtype=np.int64))
+        zero, one = emit.int64(0), emit.int64(1)
         negative = emit.op("Less", [where, zero])
         negative.type, negative.shape = ir.TensorType(ir.DataType.BOOL), ir.Shape([1])
         back = emit.op("Sub", [where, one])
