@@ -167,14 +167,17 @@ def nested_graphs(graph: ir.Graph | ir.Function) -> list[ir.Graph]:
 
 
 def unique_value_names(model: ir.Model) -> None:
-    """Make every value name unique across the main graph and all its subgraphs (and within
-    each function), and name every unnamed one: ONNX Runtime rejects a subgraph value named
+    """Make every value name unique across the main graph, all its subgraphs and the
+    functions' bodies, and name every unnamed one: ONNX Runtime rejects a subgraph value named
     like one of an enclosing graph even when that one comes later (onnx_ir's NameFixPass only
     sees earlier ones, and copies the enclosing scope's names into each subgraph: quadratic
     with many subgraphs). The main graph's inputs and outputs keep their names."""
     tops: list[ir.Graph | ir.Function] = [model.graph, *model.functions.values()]
+    # one set of names for the main graph and the functions: a runtime inlines a function's
+    # body into the graph that calls it (ONNX Runtime, expanding a SequenceMap around a call,
+    # rejects an inlined value named like one of the graph's)
+    used: set[str] = set()
     for top in tops:
-        used: set[str] = set()
         seen: set[ir.Value] = set()
         first = [*top.inputs, *top.outputs]
         if isinstance(top, ir.Graph):

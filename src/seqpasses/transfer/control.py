@@ -127,7 +127,21 @@ def _if_static_sequences(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     branches = (then_attr.as_graph(), else_attr.as_graph())
     converted: dict[int, tuple[StaticSequence, StaticSequence]] = {}
     stacked: dict[int, tuple[StackedSequence, StackedSequence]] = {}
+    # a list output nothing reads (and no graph output) is dropped from both branches, so that
+    # what makes it goes (a failure there stays: dead-code removal keeps what fails); the If
+    # keeps at least one output
+    dropped = {
+        k
+        for k, out in enumerate(node.outputs)
+        if not out.uses()
+        and not out.is_graph_output()
+        and any(_is_sequence(ctx, branch.outputs[k]) for branch in branches)
+    }
+    if dropped and len(dropped) == len(node.outputs):
+        dropped.discard(min(dropped))
     for k in range(len(node.outputs)):
+        if k in dropped:
+            continue
         pair = (ctx.facts.static(branches[0].outputs[k]), ctx.facts.static(branches[1].outputs[k]))
         if pair[0] is None or pair[1] is None or len(pair[0]) != len(pair[1]):
             found = _stacked_pair(ctx, node, scope, k, branches)
@@ -137,11 +151,13 @@ def _if_static_sequences(ctx: Context, node: ir.Node, scope: Scope) -> bool:
         for value in (*pair[0].elements, *pair[1].elements):
             scope.shapes.shape(value)  # types for the new If outputs
         converted[k] = (pair[0], pair[1])
-    if not converted and not stacked:
+    if not converted and not stacked and not dropped:
         return False
     for b, branch in enumerate(branches):
         outputs: list[ir.Value] = []
         for k, out in enumerate(list(branch.outputs)):
+            if k in dropped:
+                continue
             if k in converted:
                 outputs.extend(converted[k][b].elements)
             else:
@@ -156,6 +172,8 @@ def _if_static_sequences(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     ctx.edits.rebuilt(new, node, scope)
     index = 0
     for k, old in enumerate(node.outputs):
+        if k in dropped:
+            continue
         if k in converted:
             first, second = converted[k]
             elements = list(new.outputs)[index : index + len(first)]
@@ -184,7 +202,11 @@ def _if_static_sequences(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     detail = f"{len(converted)} sequence output(s) as tensors" if converted else ""
     if stacked:
         detail += ("; " if detail else "") + f"{len(stacked)} as one [n, *E] tensor each"
-    rule = "if-static-sequences" if converted else "if-stacked-lists"
+    if dropped:
+        detail += ("; " if detail else "") + f"{len(dropped)} unread list output(s) dropped"
+    rule = (
+        "if-static-sequences" if converted else "if-stacked-lists" if stacked else "if-unread-lists"
+    )
     return ctx.edits.applied(rule, node, detail)
 
 
@@ -350,6 +372,10 @@ TABLE: dict[tuple[str, str], Entry] = {
 }
 
 RULES: dict[str, tuple[str, str]] = {
+    "if-unread-lists": (
+        "if-inline",
+        "If(c) with a run-time c: a list output nothing reads -> dropped from both branches",
+    ),
     "if-constant-condition": ("if-inline", "If with a constant condition -> the taken branch"),
     "if-static-sequences": (
         "if-inline",

@@ -179,19 +179,19 @@ class Edits(KeepMixin, MaterializeMixin):
             if new.const_value is not None and new.const_value.size == 1:
                 self.facts.ints[old] = int(new.const_value.numpy().reshape(-1)[0])
             return
+        # (a function's values belong to the graph it wraps)
+        home = scope.graph.graph if isinstance(scope.graph, ir.Function) else scope.graph
         for index in list(scope.output_slots.get(old, ())) if old.is_graph_output() else ():
             fresh = (
                 new.producer() in self.created
-                and new.graph is scope.graph
+                and new.graph is home
                 and not new.is_graph_output()
                 and not new.is_graph_input()
             )
             seq = self.facts.static(new)
             # a canonical sequence of this graph can take the output over, even one the
             # model had: a second SequenceConstruct/SequenceEmpty would only duplicate it
-            movable = (
-                new.graph is scope.graph and not new.is_graph_output() and not new.is_graph_input()
-            )
+            movable = new.graph is home and not new.is_graph_output() and not new.is_graph_input()
             held = self.facts.stacked(new)
             if seq is not None:
                 canonical = movable and self.is_canonical(new, seq)
