@@ -68,8 +68,9 @@ TABLE = merge(
 )
 """The table of a real walk."""
 
-DRY_TABLE = {key: entry for key, entry in TABLE.items() if entry.dry}
-"""The table of a dry walk (analysis): no row that restructures the graph."""
+DRY_TABLE = {key: entry for key, entry in TABLE.items() if entry.dry or entry.analyze}
+"""The table of a dry walk (analysis): no row that restructures the graph (such a row runs
+its ``analyze`` instead, where it has one)."""
 
 RULES: dict[str, Rule] = _rules(
     sequence_ops.RULES,

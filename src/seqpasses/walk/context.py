@@ -123,6 +123,9 @@ class Entry:
     group: str = "sequence-ops"
     before: Hook | None = None
     dry: bool = True  # also run in a dry walk (analysis): False for whole-graph rewrites
+    # what a dry walk runs instead of a transfer that is not dry: it may give the node's
+    # outputs (and their readers') types and shapes, and changes nothing else
+    analyze: Transfer | None = None
 
 
 Table = Mapping[tuple[str, str], Entry]

@@ -72,7 +72,7 @@ class Walker:
             entry = self.table.get(key)
             if entry is None or entry.group in self.ctx.options.disabled:
                 continue
-            if self.dry and not entry.dry:
+            if self.dry and not entry.dry and entry.analyze is None:
                 continue
             return entry
         return None
@@ -81,7 +81,7 @@ class Walker:
         """Walk a node's subgraphs, then apply its transfer function (or the fallback)."""
         default = is_default(node)
         first = self._entry(node, "*") if default else None
-        if first is not None and first.before is not None:
+        if first is not None and first.before is not None and (first.dry or not self.dry):
             first.before(self.ctx, node, scope)
         for attr, graph in subgraphs(node):
             self._run_subgraph(graph, scope, node, attr)
@@ -101,7 +101,11 @@ class Walker:
                 ),
             )
             entry = None
-        done = entry.transfer(self.ctx, node, scope) if entry is not None else False
+        if entry is not None and self.dry and not entry.dry:
+            transfer = entry.analyze  # (what a rewrite that is not dry knows without one)
+        else:
+            transfer = entry.transfer if entry is not None else None
+        done = transfer(self.ctx, node, scope) if transfer is not None else False
         if not done:
             self.edits.fallback(node, scope)
 

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
+from seqpasses.core.dims import contradicts, fill_shape
 from seqpasses.core.graph import graph_nodes, is_default, label
 from seqpasses.core.ops import SEQUENCE_OPS
 from seqpasses.transfer.loops import carry, lift, running, scan, unroll
 from seqpasses.transfer.loops.appends import append_pattern
-from seqpasses.transfer.loops.induction import infer_scan_shapes
+from seqpasses.transfer.loops.induction import infer_scan_shapes, stable
 from seqpasses.walk.context import Context, Entry, Scope
 
 __all__ = ["RULES", "TABLE"]
@@ -84,8 +85,37 @@ def _loop(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     return lifted is not None
 
 
+def _loop_shapes(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+    """A dry walk (analysis): what a rewrite would prove, without it: the element shape of a
+    list the loop would carry as its running concatenation, and the shape of what
+    concatenates it. Changes no node."""
+    body_attr = node.attributes.get("body")
+    if body_attr is None or body_attr.type != ir.AttributeType.GRAPH:
+        return False
+    body = body_attr.as_graph()
+    for j in range(len(node.inputs) - 2):
+        if not isinstance(body.inputs[2 + j].type, ir.SequenceType | None):
+            continue
+        found = running.plan(ctx, node, scope, body, j)
+        if isinstance(found, str) or found.axis is None:
+            continue
+        shape = running.free_shape(ctx, scope, found)
+        final = node.outputs[j]  # (a list: the shape is its elements', where they agree)
+        if final.shape is None and not found.initial.elements:
+            final.type = final.type or ir.SequenceType(ir.TensorType(found.dtype))
+            final.shape = ir.Shape(
+                [d if stable(ctx, ir.Shape([d])) else ir.SymbolicDim(None) for d in found.element]
+            )
+        for use in node.outputs[j].uses():
+            out = use.node.outputs[0]
+            if use.node.op_type == "ConcatFromSequence" and not contradicts(out.shape, shape):
+                out.type = out.type or ir.TensorType(found.dtype)
+                out.shape = fill_shape(out.shape, shape, numbers_win=True)
+    return False
+
+
 TABLE: dict[tuple[str, str], Entry] = {
-    ("Loop", "*"): Entry(_loop, before=unroll.plan_unrolling, dry=False),
+    ("Loop", "*"): Entry(_loop, before=unroll.plan_unrolling, dry=False, analyze=_loop_shapes),
 }
 
 RULES: dict[str, tuple[str, str]] = {

@@ -35,7 +35,7 @@ from seqpasses.transfer.loops.induction import induction, iterations
 from seqpasses.transfer.loops.scan import scope_of
 from seqpasses.walk.context import Context, Scope
 
-__all__ = ["RunningPlan", "plan", "running_concats"]
+__all__ = ["RunningPlan", "free_shape", "plan", "running_concats"]
 
 _READERS = frozenset({"ConcatFromSequence", "SequenceLength"})
 
@@ -178,7 +178,7 @@ def _apply(
     scalar = ir.Shape([])
     emit = ctx.edits.emitter(scope, node)
     inner = Emitter(body, p.insert, scope.opset, ctx.edits)
-    free = _free_shape(ctx, scope, p)
+    free = free_shape(ctx, scope, p)
 
     # -- the body: the list's slot carries the concatenation (or the count, when only the
     # length is read); a count, when needed beside it, is carried last
@@ -260,7 +260,7 @@ def _apply(
     return new
 
 
-def _free_shape(ctx: Context, scope: Scope, p: RunningPlan) -> ir.Shape:
+def free_shape(ctx: Context, scope: Scope, p: RunningPlan) -> ir.Shape:
     """The running concatenation's shape: the axis unknown; every other dim the one all the
     initial elements have (a Concat with them succeeds only for elements that agree), or with
     none, the element's where it is the same every iteration; else unknown."""
