@@ -24,6 +24,7 @@ SETS = [
     ("PyTorch, TorchScript exporter (`torch/ts*`)", "torch", "ts*.onnx"),
     ("PyTorch, dynamo exporter (`torch/dynamo_*`)", "torch", "dynamo_*.onnx"),
     ("from the wild (`wild/`)", "wild", "*.onnx"),
+    ("tf2onnx, ragged `map_fn` (`tf2onnx/`)", "tf2onnx", "*.onnx"),
 ]
 
 
