@@ -170,6 +170,44 @@ def _over_budget(
     return True
 
 
+def _compare_runs(
+    report: VerifyReport,
+    ref: EngineResult,
+    before: Runner,
+    after: Runner | str,
+    runs: list[tuple[str, dict[str, Any]]],
+    names: Sequence[str],
+    label: str,
+    budget_s: float | None,
+) -> tuple[str, bool]:
+    """Run ``before`` and ``after`` on each input set (``where`` it comes from, feeds) while the
+    budget lasts, and compare their outputs (``names``); the first difference goes to
+    ``report.mismatch``. Returns the first error of the original, where it failed, and whether
+    a difference was found."""
+    failed = ""
+    for where, feeds in runs:
+        if _over_budget(ref, len(runs), budget_s, report.notes):
+            break
+        start = time.perf_counter()
+        out_b, error = outcome(before, feeds)
+        out_a, error_a = (None, "") if out_b is None else outcome(after, feeds)
+        ref.seconds += time.perf_counter() - start
+        if out_b is None:
+            ref.original_failed += 1
+            failed = failed or error
+            continue
+        if out_a is None:
+            report.mismatch = f"{where}: {label}: optimized failed ({error_a}) but original ran"
+            return failed, True
+        for name, x, y in zip(names, out_b, out_a, strict=False):
+            diff = compare(name, x, y)
+            if diff:
+                report.mismatch = f"{where}: {label}: {diff}"
+                return failed, True
+        ref.compared += 1
+    return failed, False
+
+
 def _reference_whole(
     report: VerifyReport,
     ref: EngineResult,
@@ -184,29 +222,11 @@ def _reference_whole(
     if isinstance(before, str):
         ref.why = f"could not load the original ({_clip(before)})"
         return
-    failed = ""
-    for draw in draws:
-        if _over_budget(ref, len(draws), budget_s, report.notes):
-            break
-        start = time.perf_counter()
-        out_b, error = outcome(before, draw.feeds)
-        out_a, error_a = (None, "") if out_b is None else outcome(after, draw.feeds)
-        ref.seconds += time.perf_counter() - start
-        if out_b is None:
-            ref.original_failed += 1
-            failed = failed or error
-            continue
-        if out_a is None:
-            report.mismatch = (
-                f"{draw.where}: onnx.reference: optimized failed ({error_a}) but original ran"
-            )
-            return
-        for name, x, y in zip(names, out_b, out_a, strict=False):
-            diff = compare(name, x, y)
-            if diff:
-                report.mismatch = f"{draw.where}: onnx.reference: {diff}"
-                return
-        ref.compared += 1
+    runs = [(draw.where, draw.feeds) for draw in draws]
+    label = "onnx.reference"
+    failed, differs = _compare_runs(report, ref, before, after, runs, names, label, budget_s)
+    if differs:
+        return
     if failed:
         report.notes.append(
             f"onnx.reference: the original failed on {ref.original_failed} input set(s) ONNX "
@@ -239,32 +259,16 @@ def _reference_region(
         "the original gave its inputs; onnxruntime compared the whole models"
     )
     captured_at = {name: len(names) + k for k, name in enumerate(region.captured)}
-    failed = ""
+    runs = []
     for draw in draws:
-        if _over_budget(ref, len(draws), budget_s, report.notes):
-            break
         feeds = {name: draw.feeds[name] for name in region.fed}
         feeds.update({name: draw.outputs[k] for name, k in captured_at.items()})
-        start = time.perf_counter()
-        out_b, error = outcome(before, feeds)
-        out_a, error_a = (None, "") if out_b is None else outcome(after, feeds)
-        ref.seconds += time.perf_counter() - start
-        if out_b is None:
-            ref.original_failed += 1
-            failed = failed or error
-            continue
-        if out_a is None:
-            report.mismatch = (
-                f"{draw.where}: onnx.reference (changed region): optimized failed ({error_a}) "
-                "but original ran"
-            )
-            return
-        for (name, _), x, y in zip(region.outputs, out_b, out_a, strict=True):
-            diff = compare(name, x, y)
-            if diff:
-                report.mismatch = f"{draw.where}: onnx.reference (changed region): {diff}"
-                return
-        ref.compared += 1
+        runs.append((draw.where, feeds))
+    outputs = [name for name, _ in region.outputs]
+    label = "onnx.reference (changed region)"
+    failed, differs = _compare_runs(report, ref, before, after, runs, outputs, label, budget_s)
+    if differs:
+        return
     if failed:
         report.notes.append(
             f"onnx.reference: the original's region failed on {ref.original_failed} input "
