@@ -17,7 +17,7 @@ import pytest
 
 import seqpasses
 from helpers import SAMPLES
-from seqpasses.verification import load_inputs, random_inputs
+from seqpasses.verification import inputs_that_run
 
 
 def _tensors_only(path: Path) -> bool:
@@ -75,24 +75,6 @@ def test_models_openvino_rejected_for_their_sequence_ops_now_compile(tmp_path: P
 # -- tract ------------------------------------------------------------------------------------
 
 
-def _inputs(path: Path) -> dict[str, np.ndarray] | None:
-    """Input arrays the original runs on: the stored PyTorch ones, else drawn (and grown
-    until ONNX Runtime runs the original); None when there are none (it always fails)."""
-    model = onnx.load(path, load_external_data=False)
-    stored = path.with_suffix(".npz")
-    if stored.exists():
-        return {k: np.asarray(v) for k, v in load_inputs(stored)[0].items()}
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    for scale in (1, 4, 16, 64):
-        feeds = {k: np.asarray(v) for k, v in random_inputs(model, 0, scale=scale).items()}
-        try:
-            session.run(None, feeds)
-        except Exception:
-            continue
-        return feeds
-    return None
-
-
 def tract_outputs(path: Path, feeds: dict[str, np.ndarray] | None) -> list[np.ndarray] | str:
     """tract's outputs for ``feeds`` (none: only loaded), or why it rejects the model (loading
     or running it)."""
@@ -113,7 +95,7 @@ def test_tract_takes_no_fewer_models_and_gives_the_originals_results(
 ) -> None:
     out = tmp_path / "out.onnx"
     onnx.save(seqpasses.optimize(onnx.load(path), inline_functions=True), out)
-    feeds = _inputs(path)
+    feeds = inputs_that_run(path)
     before, after = tract_outputs(path, feeds), tract_outputs(out, feeds)
     assert not (isinstance(after, str) and not isinstance(before, str)), after  # no loss
     if isinstance(after, str) or feeds is None:

@@ -2,7 +2,7 @@
 ``onnx.reference`` (with spec-exact kernels) and ONNX Runtime, outputs compared."""
 
 from seqpasses.verification.compare import EngineResult, VerifyReport, compare, verify
-from seqpasses.verification.inputs import load_inputs, random_inputs
+from seqpasses.verification.inputs import inputs_that_run, load_inputs, random_inputs
 from seqpasses.verification.kernels import REFERENCE_OVERRIDES
 
 __all__ = [
@@ -10,6 +10,7 @@ __all__ = [
     "EngineResult",
     "VerifyReport",
     "compare",
+    "inputs_that_run",
     "load_inputs",
     "random_inputs",
     "verify",

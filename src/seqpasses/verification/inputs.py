@@ -11,8 +11,9 @@ import numpy as np
 import onnx
 
 from seqpasses.errors import BadInputError
+from seqpasses.verification.engines import ort_session
 
-__all__ = ["check_inputs", "load_inputs", "random_inputs"]
+__all__ = ["check_inputs", "inputs_that_run", "load_inputs", "random_inputs"]
 
 
 def _random_tensor(
@@ -131,3 +132,22 @@ def check_inputs(path: Path, model: onnx.ModelProto) -> list[dict[str, np.ndarra
                     f"{len(tensor.shape.dim)} (--check-inputs)"
                 )
     return sets
+
+
+def inputs_that_run(path: Path) -> dict[str, np.ndarray] | None:
+    """Input arrays the model at ``path`` runs on: the first set stored beside it
+    (``<name>.npz``), else seeded random ones whose free dims grow (x1, x4, x16, x64) until
+    ONNX Runtime runs the model; None when no draw does (it always fails)."""
+    stored = path.with_suffix(".npz")
+    if stored.exists():
+        return {k: np.asarray(v) for k, v in load_inputs(stored)[0].items()}
+    model = onnx.load(path, load_external_data=False)
+    session = ort_session(path)
+    for scale in (1, 4, 16, 64):
+        feeds = {k: np.asarray(v) for k, v in random_inputs(model, 0, scale=scale).items()}
+        try:
+            session.run(None, feeds)
+        except Exception:
+            continue
+        return feeds
+    return None
