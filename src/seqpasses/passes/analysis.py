@@ -69,7 +69,7 @@ def _loop_shapes(walker: Walker, model: ir.Model, opset: int) -> None:
             found = append_pattern(ctx, graph, j) if seq is not None else None
             if out is None or seq is None or found is None or out.shape is not None:
                 continue
-            proven = appended_shape(ctx, scope, node, graph, found[1])
+            proven = appended_shape(ctx, scope, node, graph, found.tensor)
             shape = proven[1] if proven is not None else None
             if shape is not None and all(same_shape(e.shape, shape) for e in seq.elements):
                 out.shape = shape

@@ -39,7 +39,7 @@ def _loop(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     body = body_attr.as_graph()
     carried = len(node.inputs) - 2
     appends = {
-        found[0] for j in range(carried) if (found := append_pattern(ctx, body, j)) is not None
+        found.insert for j in range(carried) if (found := append_pattern(ctx, body, j)) is not None
     }
     reads = [
         n

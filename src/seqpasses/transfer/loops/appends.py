@@ -7,21 +7,39 @@ changes a graph.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import onnx_ir as ir
 
 from seqpasses.core.emit import merge_form
 from seqpasses.core.graph import is_default, label
+from seqpasses.core.sequence import StaticSequence
 from seqpasses.walk.context import Context
 
-__all__ = ["READERS", "append_pattern", "reader_ok", "why_not_append"]
+__all__ = [
+    "READERS",
+    "Append",
+    "append_pattern",
+    "appended_list",
+    "reader_ok",
+    "why_not_append",
+]
 
 READERS = frozenset({"ConcatFromSequence", "SequenceLength", "SequenceAt"})
 """Reads of a loop's final list that have a scan-output form."""
 
 
+class Append(NamedTuple):
+    """One element appended to a carried list per iteration."""
+
+    insert: ir.Node  # the SequenceInsert
+    tensor: ir.Value  # what it inserts
+    front: bool  # at a constant position 0 (``l.insert(0, x)``) rather than at the back
+
+
 def append_pattern(
     ctx: Context, body: ir.Graph, j: int, ignore: set[ir.Node] | frozenset[ir.Node] = frozenset()
-) -> tuple[ir.Node, ir.Value, bool] | None:
+) -> Append | None:
     """The SequenceInsert that grows carried value ``j`` by one element per iteration, the
     tensor it inserts, and whether it inserts at the front (constant position 0:
     ``l.insert(0, x)``) rather than at the back."""
@@ -45,7 +63,23 @@ def append_pattern(
     tensor = insert.inputs[1]
     if tensor is None:
         return None
-    return insert, tensor, front
+    return Append(insert, tensor, front)
+
+
+def appended_list(
+    ctx: Context, node: ir.Node, body: ir.Graph, j: int
+) -> tuple[StaticSequence, Append] | str:
+    """Carried value ``j`` of Loop ``node`` as a list that starts static and grows by one
+    append per iteration, with no graph output of the final list; or why it is not."""
+    initial = ctx.facts.static(node.inputs[2 + j])
+    if initial is None:
+        return "the list it starts from is not statically known"
+    if node.outputs[j].is_graph_output():
+        return "the final list is a graph output"
+    found = append_pattern(ctx, body, j)
+    if found is None:
+        return why_not_append(body, j)
+    return initial, found
 
 
 def why_not_append(body: ir.Graph, j: int) -> str:

@@ -18,6 +18,7 @@ from seqpasses.transfer.common import stable
 from seqpasses.walk.context import Context, Scope
 
 __all__ = [
+    "appended",
     "appended_shape",
     "declared_ones",
     "give_carried_shapes",
@@ -113,16 +114,24 @@ def rejected(
     return errors
 
 
+def appended(
+    ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph, tensor: ir.Value
+) -> TypeAndShape:
+    """The type and shape induction gives ``tensor`` (an outer value: its own); its rank holds
+    every iteration, its dims only where :func:`stable`."""
+    if tensor.graph is not body:
+        return tensor.type, scope.shapes.shape(tensor)
+    known, _ = induction(ctx, scope, node, body)
+    type_, shape = known.get(tensor, (None, None))
+    return tensor.type or type_, shape
+
+
 def appended_shape(
     ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph, tensor: ir.Value
 ) -> TypeAndShape | None:
     """The type and shape ``tensor`` has in every iteration, proven by induction, or None."""
-    if tensor.graph is not body:
-        shape = scope.shapes.shape(tensor)
-        return (tensor.type, shape) if stable(ctx, shape) else None
-    known, _ = induction(ctx, scope, node, body)
-    type_, shape = known.get(tensor, (None, None))
-    return (tensor.type or type_, shape) if stable(ctx, shape) else None
+    found = appended(ctx, scope, node, body, tensor)
+    return found if stable(ctx, found[1]) else None
 
 
 def give_carried_shapes(node: ir.Node, carried: list[TypeAndShape | None]) -> None:

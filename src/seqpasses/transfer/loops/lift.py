@@ -34,11 +34,11 @@ def plan(ctx: Context, body: ir.Graph, j: int, initial: StaticSequence) -> LiftP
     if len(inserts) != 1:
         return None
     found = append_pattern(ctx, body, j, ignore=set(readers) - set(inserts))
-    if found is None or found[2]:
+    if found is None or found.front:
         return None
     reads: list[tuple[ir.Node, str]] = []
     for reader in readers:
-        if reader is found[0]:
+        if reader is found.insert:
             continue
         if reader.graph is not body or not is_default(reader):
             return None
@@ -56,7 +56,7 @@ def plan(ctx: Context, body: ir.Graph, j: int, initial: StaticSequence) -> LiftP
             reads.append((reader, "initial"))
         else:
             return None
-    return found[0], reads
+    return found.insert, reads
 
 
 def _lifted_value(

@@ -29,9 +29,9 @@ from seqpasses.core.emit import Emitter
 from seqpasses.core.graph import detach, label, rebuild
 from seqpasses.core.sequence import StaticSequence
 from seqpasses.transfer.common import stable
-from seqpasses.transfer.loops.appends import append_pattern, why_not_append
+from seqpasses.transfer.loops.appends import append_pattern, appended_list
 from seqpasses.transfer.loops.carry import empty_of
-from seqpasses.transfer.loops.induction import induction, iterations
+from seqpasses.transfer.loops.induction import appended, iterations
 from seqpasses.transfer.loops.scan import scope_of
 from seqpasses.walk.context import Context, Scope
 
@@ -55,38 +55,17 @@ class RunningPlan:
     check: bool  # the list may be empty where it is concatenated: reads keep a check
 
 
-def _element(
-    ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph, tensor: ir.Value
-) -> tuple[ir.DataType, ir.Shape] | None:
-    """The appended element's dtype and shape (a rank the same every iteration; dims may
-    differ), as the body's inference from what holds every iteration gives them."""
-    if tensor.graph is not body:
-        type_, shape = tensor.type, scope.shapes.shape(tensor)
-    else:
-        known, _ = induction(ctx, scope, node, body)
-        type_, shape = known.get(tensor, (None, None))
-        type_ = tensor.type or type_
-    if not isinstance(type_, ir.TensorType) or shape is None:
-        return None
-    return type_.dtype, shape
-
-
 def plan(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph, j: int) -> RunningPlan | str:
     """How carried list ``j`` becomes a carried running concatenation, or why it cannot."""
-    initial = ctx.facts.static(node.inputs[2 + j])
+    listed = appended_list(ctx, node, body, j)
+    if isinstance(listed, str):
+        return listed
+    initial, (insert, tensor, front) = listed
     final = node.outputs[j]
-    if initial is None:
-        return "the list it starts from is not statically known"
-    if final.is_graph_output():
-        return "the final list is a graph output"
-    found = append_pattern(ctx, body, j)
-    if found is None:
-        return why_not_append(body, j)
-    insert, tensor, front = found
-    element = _element(ctx, scope, node, body, tensor)
-    if element is None:
+    type_, shape = appended(ctx, scope, node, body, tensor)
+    if not isinstance(type_, ir.TensorType) or shape is None:
         return "the appended element's rank or type is not known"
-    dtype, shape = element
+    dtype = type_.dtype
     rank = len(shape)
     if initial.dtype is not None and initial.dtype != dtype:
         return "the appended element's type is not the list's"

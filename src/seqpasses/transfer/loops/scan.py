@@ -25,7 +25,7 @@ from seqpasses.core.dims import contradicts, fill_shape
 from seqpasses.core.emit import Emitter
 from seqpasses.core.graph import detach, label, rebuild, subgraph_path
 from seqpasses.core.sequence import StaticSequence
-from seqpasses.transfer.loops.appends import READERS, append_pattern, reader_ok, why_not_append
+from seqpasses.transfer.loops.appends import READERS, appended_list, reader_ok
 from seqpasses.transfer.loops.induction import (
     appended_shape,
     give_carried_shapes,
@@ -57,18 +57,14 @@ class ScanPlan:
 
 def plan(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph, j: int) -> ScanPlan | str:
     """How carried value ``j`` becomes a scan output, or why it cannot."""
-    initial = ctx.facts.static(node.inputs[2 + j])
+    listed = appended_list(ctx, node, body, j)
+    if isinstance(listed, str):
+        return listed
+    initial, found = listed
     final = node.outputs[j]
-    if initial is None:
-        return "the list it starts from is not statically known"
-    if final.is_graph_output():
-        return "the final list is a graph output"
-    found = append_pattern(ctx, body, j)
-    if found is None:
-        return why_not_append(body, j)
-    if found[2] and len(initial):
+    if found.front and len(initial):
         return "the body inserts at the front of a list that does not start empty"
-    proven = appended_shape(ctx, scope, node, body, found[1])
+    proven = appended_shape(ctx, scope, node, body, found.tensor)
     shape = proven[1] if proven is not None else None
     if proven is None or shape is None:
         return "the appended element's shape is not provably the same every iteration"
@@ -96,7 +92,9 @@ def plan(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph, j: int) -> S
         why = reader_ok(ctx, reader, shape, len(initial), runs_some or not initial, opset)
         if why:
             return f"{label(reader)}: {why}"
-    return ScanPlan(initial, found[0], found[1], element_type, found[2], shape, runs, reshape)
+    return ScanPlan(
+        initial, found.insert, found.tensor, element_type, found.front, shape, runs, reshape
+    )
 
 
 def _apply(
