@@ -77,7 +77,7 @@ class FoldSequencesPass(ir.passes.InPlacePass):
         dead(model)
         walk.walker.edits.drop_unused()
         created = walk.walker.edits.created
-        narrow_splits(model, created, main_opset(model))
+        narrow_splits(created, main_opset(model))
         if created:
             # onnx_ir names new values per graph ("val_0"), which can repeat a name of an
             # enclosing graph; ONNX wants names unique across nested scopes.

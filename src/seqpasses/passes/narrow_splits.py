@@ -10,41 +10,27 @@ stays, so that it still fails), are narrowed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import numpy as np
 import onnx_ir as ir
 
-from seqpasses.core.graph import detach, is_default, subgraphs
+from seqpasses.core.constants import constant_array
+from seqpasses.core.graph import detach, is_default
 from seqpasses.walk.trial import CreatedNodes
 
 __all__ = ["narrow_splits"]
+
+
+def _ints(value: ir.Value | None) -> list[int] | None:
+    """The int64s a constant input holds (an initializer or a Constant's), flattened."""
+    array = constant_array(value) if value is not None else None
+    return None if array is None else [int(v) for v in array.reshape(-1)]
 
 
 def _sizes(node: ir.Node) -> list[int] | None:
     attr = node.attributes.get("split")
     if attr is not None:
         return [int(v) for v in attr.as_ints()]
-    given = node.inputs[1] if len(node.inputs) > 1 else None
-    if given is None:
-        return None
-    tensor = given.const_value
-    producer = given.producer()
-    if tensor is None and producer is not None and producer.op_type == "Constant":
-        value = producer.attributes.get("value")
-        tensor = value.as_tensor() if value is not None else None
-    if tensor is None:
-        return None
-    return [int(v) for v in np.asarray(tensor.numpy()).reshape(-1)]
-
-
-def _graphs(model: ir.Model) -> Iterable[ir.Graph | ir.Function]:
-    work: list[ir.Graph | ir.Function] = [model.graph, *model.functions.values()]
-    while work:
-        graph = work.pop()
-        yield graph
-        for node in graph:
-            work.extend(sub for _, sub in subgraphs(node))
+    return _ints(node.inputs[1] if len(node.inputs) > 1 else None)
 
 
 def _constant(graph: ir.Graph | ir.Function, anchor: ir.Node, values: list[int]) -> ir.Value:
@@ -60,18 +46,10 @@ def _squeezed_axis(squeeze: ir.Node, rank: int) -> int | None:
     """The one axis a Squeeze removes, when it is given as a constant."""
     attr = squeeze.attributes.get("axes")
     if attr is not None:
-        axes = [int(a) for a in attr.as_ints()]
-    elif len(squeeze.inputs) > 1 and squeeze.inputs[1] is not None:
-        given = squeeze.inputs[1]
-        tensor = given.const_value
-        producer = given.producer()
-        if tensor is None and producer is not None and producer.op_type == "Constant":
-            value = producer.attributes.get("value")
-            tensor = value.as_tensor() if value is not None else None
-        if tensor is None:
-            return None
-        axes = [int(a) for a in np.asarray(tensor.numpy()).reshape(-1)]
+        axes: list[int] | None = [int(a) for a in attr.as_ints()]
     else:
+        axes = _ints(squeeze.inputs[1] if len(squeeze.inputs) > 1 else None)
+    if axes is None:
         return None
     if len(axes) != 1 or not -rank <= axes[0] < rank:
         return None
@@ -129,44 +107,45 @@ def _drop_if_unused(value: ir.Value | None, created: CreatedNodes) -> None:
         detach([maker])
 
 
-def narrow_splits(model: ir.Model, created: CreatedNodes, opset: int) -> int:
+def narrow_splits(created: CreatedNodes, opset: int) -> int:
     """Narrow the Splits in ``created`` that qualify (see the module docstring); how many."""
     if opset < 10:  # (Slice takes its bounds as inputs from opset 10)
         return 0
     count = 0
-    for graph in _graphs(model):
-        for node in list(graph):
-            if node not in created or node.op_type != "Split" or not is_default(node):
-                continue
-            read = [k for k, o in enumerate(node.outputs) if o.uses() or o.is_graph_output()]
-            x = node.inputs[0] if node.inputs else None
-            sizes = _sizes(node)
-            if len(read) != 1 or len(node.outputs) < 2 or x is None or sizes is None:
-                continue
-            axis = node.attributes.get_int("axis", 0)
-            shape = x.shape
-            if shape is None or not -len(shape) <= axis < len(shape):
-                continue
-            axis = axis + len(shape) if axis < 0 else axis
-            if shape[axis] != sum(sizes) or len(sizes) != len(node.outputs):
-                continue  # (a Split that may fail at run time keeps failing)
-            k = read[0]
-            old = node.outputs[k]
-            if old.is_graph_output():
-                continue
-            if sizes[k] == 1 and _gather_for_squeezes(graph, node, x, old, axis, k, created):
-                count += 1
-                continue
-            start = sum(sizes[:k])
-            bounds = [_constant(graph, node, v) for v in ([start], [start + sizes[k]], [axis])]
-            piece = ir.Node("", "Slice", [x, *bounds], name=node.name)
-            graph.insert_before(node, piece)
-            new = piece.outputs[0]
-            new.type, new.shape = old.type, old.shape
-            old.replace_all_uses_with(new)
-            given = node.inputs[1] if len(node.inputs) > 1 else None
-            detach([node])
-            _drop_if_unused(given, created)
-            created.add(piece)
+    splits = [n for n in created if n.op_type == "Split" and is_default(n)]
+    for node in splits:
+        graph = node.graph
+        if graph is None:
+            continue  # (made, then dropped again)
+        read = [k for k, o in enumerate(node.outputs) if o.uses() or o.is_graph_output()]
+        x = node.inputs[0] if node.inputs else None
+        sizes = _sizes(node)
+        if len(read) != 1 or len(node.outputs) < 2 or x is None or sizes is None:
+            continue
+        axis = node.attributes.get_int("axis", 0)
+        shape = x.shape
+        if shape is None or not -len(shape) <= axis < len(shape):
+            continue
+        axis = axis + len(shape) if axis < 0 else axis
+        if shape[axis] != sum(sizes) or len(sizes) != len(node.outputs):
+            continue  # (a Split that may fail at run time keeps failing)
+        k = read[0]
+        old = node.outputs[k]
+        if old.is_graph_output():
+            continue
+        if sizes[k] == 1 and _gather_for_squeezes(graph, node, x, old, axis, k, created):
             count += 1
+            continue
+        start = sum(sizes[:k])
+        bounds = [_constant(graph, node, v) for v in ([start], [start + sizes[k]], [axis])]
+        piece = ir.Node("", "Slice", [x, *bounds], name=node.name)
+        graph.insert_before(node, piece)
+        new = piece.outputs[0]
+        new.type, new.shape = old.type, old.shape
+        old.replace_all_uses_with(new)
+        given = node.inputs[1] if len(node.inputs) > 1 else None
+        detach([node])
+        _drop_if_unused(given, created)
+        created.add(piece)
+        count += 1
     return count

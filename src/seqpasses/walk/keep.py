@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import onnx_ir as ir
 
+from seqpasses.core.constants import constant_array
 from seqpasses.core.graph import GRAPH_HOLDERS, graphs, is_default, subgraphs
 from seqpasses.core.ops import SEQUENCE_OPS
 from seqpasses.core.sequence import FAILING_KINDS
@@ -177,12 +178,5 @@ def _unit_split(node: ir.Node) -> bool:
     split = node.inputs[1] if len(node.inputs) > 1 else None
     if split is None:
         return True
-    tensor = split.const_value
-    producer = split.producer()
-    if tensor is None and producer is not None and producer.op_type == "Constant":
-        attr = producer.attributes.get("value")
-        tensor = attr.as_tensor() if attr is not None and not attr.is_ref() else None
-    if tensor is None:
-        return False
-    array = tensor.numpy()
-    return array.ndim == 0 and int(array) == 1
+    array = constant_array(split)
+    return array is not None and array.ndim == 0 and int(array) == 1
