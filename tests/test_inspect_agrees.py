@@ -11,7 +11,7 @@ import onnx
 import pytest
 
 import seqpasses
-from helpers import SAMPLES
+from helpers import SAMPLES, all_nodes
 from seqpasses.cli.views import inspect_command
 from seqpasses.core.ops import SEQUENCE_OPS
 from seqpasses.options import Options
@@ -21,44 +21,17 @@ MODELS = sorted(SAMPLES.rglob("*.onnx"))
 
 def _named(model: onnx.ModelProto) -> onnx.ModelProto:
     """Every node named uniquely (as inspect names them), so both answers can be matched."""
-    count = 0
-
-    def name(graph: onnx.GraphProto) -> None:
-        nonlocal count
-        for node in graph.node:
-            node.name = f"n{count}"
-            count += 1
-            for attr in node.attribute:
-                if attr.type == onnx.AttributeProto.GRAPH:
-                    name(attr.g)
-                for sub in attr.graphs:
-                    name(sub)
-
-    name(model.graph)
-    for function in model.functions:
-        for node in function.node:
-            node.name = f"n{count}"
-            count += 1
+    for k, node in enumerate(all_nodes(model)):
+        node.name = f"n{k}"
     return model
 
 
 def _sequence_names(model: onnx.ModelProto) -> set[str]:
-    found: set[str] = set()
-
-    def walk(graph: onnx.GraphProto) -> None:
-        for node in graph.node:
-            if node.op_type in SEQUENCE_OPS and node.domain in ("", "ai.onnx"):
-                found.add(node.name)
-            for attr in node.attribute:
-                if attr.type == onnx.AttributeProto.GRAPH:
-                    walk(attr.g)
-                for sub in attr.graphs:
-                    walk(sub)
-
-    walk(model.graph)
-    for function in model.functions:
-        found.update(n.name for n in function.node if n.op_type in SEQUENCE_OPS)
-    return found
+    return {
+        node.name
+        for node in all_nodes(model)
+        if node.op_type in SEQUENCE_OPS and node.domain in ("", "ai.onnx")
+    }
 
 
 def test_there_are_models_with_sequence_ops_left() -> None:

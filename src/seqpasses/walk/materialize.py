@@ -295,26 +295,17 @@ class MaterializeMixin:
             node.replace_input_with(index, written)
             if subgraphs(node):  # a body's declared inputs may be guesses the list belies
                 self.unverified = True
-            if stacked is None and not speculative:
-                detail = f"input {index} as SequenceConstruct"
-                self.applied("canonical-sequence-input", node, detail)
-            elif stacked is None:
-                maker = written.producer()
-                assert maker is not None
-                detail = f"input {index} as SequenceConstruct"
-                path = self.facts.paths.get(node, "")
-                rewrite = Rewrite(
-                    "canonical-sequence-input", node.name or "", node.op_type, path, detail
-                )
-                self.written_back(maker, rewrite)
+            if stacked is None:
+                rule, detail = "canonical-sequence-input", f"input {index} as SequenceConstruct"
             else:
+                rule, detail = "stacked-as-sequence", f"input {index} as SplitToSequence of [n, *E]"
+            if stacked is None and not speculative:
+                self.applied(rule, node, detail)
+            else:  # counted only if the node stays (written_back)
                 maker = written.producer()
                 assert maker is not None
-                detail = f"input {index} as SplitToSequence of [n, *E]"
                 path = self.facts.paths.get(node, "")
-                rewrite = Rewrite(
-                    "stacked-as-sequence", node.name or "", node.op_type, path, detail
-                )
+                rewrite = Rewrite(rule, node.name or "", node.op_type, path, detail)
                 self.written_back(maker, rewrite)
 
     def canonicalize_outputs(self, scope: Scope) -> None:
