@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from seqpasses.core.dims import same_shape
+from seqpasses.core.dims import merge_shapes, same_shape
 from seqpasses.core.graph import drop_subgraphs, rebuild, subgraph_path
 from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
 from seqpasses.transfer import stacked_map
@@ -181,7 +181,7 @@ def _if_static_sequences(ctx: Context, node: ir.Node, scope: Scope) -> bool:
                 elements, first.elements, second.elements, strict=True
             ):
                 element.type = in_then.type or in_else.type
-                element.shape = _either(in_then.shape, in_else.shape)
+                element.shape = merge_shapes([in_then.shape, in_else.shape])
             ctx.facts.values[old] = StaticSequence(tuple(elements), first.dtype or second.dtype)
             index += len(first)
             continue
@@ -208,14 +208,6 @@ def _if_static_sequences(ctx: Context, node: ir.Node, scope: Scope) -> bool:
         "if-static-sequences" if converted else "if-stacked-lists" if stacked else "if-unread-lists"
     )
     return ctx.edits.applied(rule, node, detail)
-
-
-def _either(a: ir.Shape | None, b: ir.Shape | None) -> ir.Shape | None:
-    """The shape a value has that is ``a`` in one branch and ``b`` in the other: the dims they
-    share, the others unknown (None when the ranks differ or one is unknown)."""
-    if a is None or b is None or len(a) != len(b):
-        return None
-    return ir.Shape([x if x == y else ir.SymbolicDim(None) for x, y in zip(a, b, strict=True)])
 
 
 def _if(ctx: Context, node: ir.Node, scope: Scope) -> bool:
