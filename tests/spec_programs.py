@@ -2486,7 +2486,7 @@ def _outer_reads(node: onnx.NodeProto) -> set[str]:
     return found
 
 
-def _never_iterates(graph: onnx.GraphProto) -> bool:
+def _never_iterates(graph: onnx.GraphProto | onnx.FunctionProto) -> bool:
     """Whether a Loop with scan outputs, at any depth below ``graph``, runs no iteration
     whatever the inputs: its trip count a Constant 0 or its condition a Constant false."""
     constants = {
@@ -2514,8 +2514,8 @@ def ran_a_zero_trip_scan(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -
     ``feeds`` (its trip count 0, or its condition false before the first): the shape of its
     empty scan outputs is not fixed by the spec, and what is computed from that shape (a
     later loop's trip count, an output's shape) is ORT's choice (docs/loops.md). A Loop at
-    any depth that can never iterate counts too."""
-    if _never_iterates(model.graph):
+    any depth that can never iterate counts too, a model-local function's included."""
+    if _never_iterates(model.graph) or any(_never_iterates(f) for f in model.functions):
         return True
     loops = [
         n
