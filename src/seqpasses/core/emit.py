@@ -27,22 +27,18 @@ def _shape_dims(value: ir.Value) -> list[Dim] | None:
     return [dim_of(d) for d in value.shape]
 
 
-class _NodeRecord(Protocol):
-    def add(self, node: ir.Node) -> None: ...
-
-
 class Owner(Protocol):
-    """Who keeps the record of new nodes: their names and the set of nodes created."""
-
-    @property
-    def created(self) -> _NodeRecord: ...
+    """Who places new nodes and keeps their record: their names, where they go (in a dry
+    walk, nowhere: the node only describes a value), and the caches emitters share."""
 
     constants: dict[tuple[int, str, tuple[int, ...]], ir.Value]
     squeezed: dict[ir.Value, tuple[ir.Value, int]]
     split_axis: dict[ir.Node, int]
-    dry: bool
 
     def next_name(self, base: str, op_type: str) -> str: ...
+
+    def place(self, graph: ir.Graph | ir.Function, anchor: ir.Node | None, node: ir.Node) -> None:
+        """Put ``node`` into ``graph`` before ``anchor`` (at the end when ``None``)."""
 
 
 class Emitter:
@@ -78,13 +74,7 @@ class Emitter:
                 num_outputs=num_outputs,
                 name=name,
             )
-        if self.owner.dry:
-            pass  # a dry walk: the node only describes a value, it never enters the graph
-        elif self.anchor is None:
-            self.graph.append(node)
-        else:
-            self.graph.insert_before(self.anchor, node)
-        self.owner.created.add(node)
+        self.owner.place(self.graph, self.anchor, node)
         return node
 
     def op(self, op_type: str, inputs: Sequence[ir.Value | None], **attributes: object) -> ir.Value:

@@ -19,7 +19,7 @@ import numpy as np
 import onnx_ir as ir
 
 from seqpasses.core.dims import merge_shapes, same_shape
-from seqpasses.core.graph import drop_subgraphs, rebuild, subgraph_path
+from seqpasses.core.graph import subgraph_path
 from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
 from seqpasses.transfer import stacked_map
 from seqpasses.transfer.common import written_back_unloadable
@@ -29,6 +29,7 @@ from seqpasses.walk.budget import cost_of
 from seqpasses.walk.context import Context, Entry, Scope
 from seqpasses.walk.facts import Reason
 from seqpasses.walk.inline import inline_graph
+from seqpasses.walk.outcomes import BodyForm, Rebuild
 
 __all__ = ["RULES", "TABLE"]
 
@@ -48,22 +49,6 @@ def _outputs_can_move(
             text = "a non-tensor graph output would need Identity, which opset < 14 lacks"
             return Reason("opset", text)
     return None
-
-
-def _branch_outputs(body: ir.Graph, values: list[ir.Value]) -> list[ir.Value]:
-    """``values`` as outputs of ``body``: an Identity for outer values and repeats."""
-    seen: set[ir.Value] = set()
-    result = []
-    for value in values:
-        producer = value.producer()
-        if producer is None or producer.graph is not body or value in seen:
-            ident = ir.node("Identity", [value])
-            body.append(ident)
-            ident.outputs[0].type, ident.outputs[0].shape = value.type, value.shape
-            value = ident.outputs[0]
-        seen.add(value)
-        result.append(value)
-    return result
 
 
 def _stacked_pair(
@@ -153,23 +138,23 @@ def _if_static_sequences(ctx: Context, node: ir.Node, scope: Scope) -> bool:
         converted[k] = (pair[0], pair[1])
     if not converted and not stacked and not dropped:
         return False
+    forms: list[BodyForm] = []
     for b, branch in enumerate(branches):
         outputs: list[ir.Value] = []
-        for k, out in enumerate(list(branch.outputs)):
+        for k, out in enumerate(branch.outputs):
             if k in dropped:
                 continue
             if k in converted:
                 outputs.extend(converted[k][b].elements)
             else:
                 outputs.append(stacked[k][b].tensor if k in stacked else out)
-        outputs = _branch_outputs(branch, outputs)
-        while len(branch.outputs):
-            branch.outputs.pop()
-        branch.outputs.extend(outputs)
-    count = len(branches[0].outputs)
-    graphs = {"then_branch": branches[0], "else_branch": branches[1]}
-    new = rebuild(node, [node.inputs[0]], graphs, count)
-    ctx.edits.rebuilt(new, node, scope)
+        forms.append(BodyForm(outputs=outputs))
+    bodies = {
+        "then_branch": (branches[0], forms[0]),
+        "else_branch": (branches[1], forms[1]),
+    }
+    count = len(forms[0].outputs or ())
+    new = ctx.edits.apply(Rebuild(node, [node.inputs[0]], bodies, count), scope)
     index = 0
     for k, old in enumerate(node.outputs):
         if k in dropped:
@@ -234,7 +219,7 @@ def _if(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     for old, new in zip(node.outputs, outputs, strict=True):
         ctx.facts.values.pop(old, None)
         ctx.edits.replace(old, new, scope)
-    drop_subgraphs(node)
+    ctx.edits.retire(node)
     return ctx.edits.applied("if-constant-condition", node, f"inlined {taken}")
 
 

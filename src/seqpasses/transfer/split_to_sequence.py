@@ -155,14 +155,9 @@ def _spec_keepdims(ctx: Context, node: ir.Node) -> None:
     (which drops the axis of a scalar split's chunks, or fails) then follows the spec too,
     where the node stays."""
     split = node.inputs[1] if len(node.inputs) > 1 else None
-    if (
-        not ctx.options.strict_spec
-        or ctx.edits.dry
-        or split is None
-        or node.attributes.get_int("keepdims", 1) != 0
-    ):
+    if not ctx.options.strict_spec or split is None or node.attributes.get_int("keepdims", 1) != 0:
         return
-    node.attributes["keepdims"] = ir.AttrInt64("keepdims", 1)
+    ctx.edits.set_attribute(node, ir.AttrInt64("keepdims", 1))
     ctx.edits.applied("split-to-sequence-spec-keepdims", node, "keepdims=0 -> 1 (ignored)")
 
 

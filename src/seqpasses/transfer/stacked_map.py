@@ -16,7 +16,7 @@ from __future__ import annotations
 import onnx_ir as ir
 
 from seqpasses.core.dims import same_dim
-from seqpasses.core.graph import drop_nodes_of, graph_nodes, is_default, own_output, subgraph_path
+from seqpasses.core.graph import graph_nodes, is_default, subgraph_path
 from seqpasses.core.ops import SEQUENCE_OPS
 from seqpasses.core.sequence import Reason, StackedSequence
 from seqpasses.transfer import rows
@@ -24,6 +24,7 @@ from seqpasses.transfer.common import stable
 from seqpasses.transfer.stacked import stacked_of
 from seqpasses.walk.budget import cost_of
 from seqpasses.walk.context import Context, Scope
+from seqpasses.walk.outcomes import BodyForm
 
 __all__ = ["RULES", "map_stacked"]
 
@@ -58,31 +59,21 @@ def map_stacked(
     count.shape = ir.Shape([])
     go = ir.Value(name=f"{node.name or 'map'}_cond", type=ir.TensorType(ir.DataType.BOOL))
     go.shape = ir.Shape([])
-    olds = list(copy.inputs)
-    while len(copy.inputs):
-        copy.inputs.pop()
-    copy.inputs.extend([count, go])
+    # the copy's inputs (one per element) become the iteration count and condition; each
+    # list's element is read at the start as row i of its tensor
     start = next(iter(copy), None)
-    for j, old in enumerate(olds):
+    reads = ctx.edits.body_emitter(copy, start, scope.opset)
+    moved: dict[ir.Value, ir.Value] = {}
+    for j, old in enumerate(copy.inputs):
         value = node.inputs[j]
         assert value is not None
         if j in held:
-            read = ir.node("Gather", [held[j].tensor, count], attributes={"axis": 0})
-            if start is None:
-                copy.append(read)
-            else:
-                copy.insert_before(start, read)
-            value = read.outputs[0]
+            value = reads.op("Gather", [held[j].tensor, count], axis=0)
             value.type, value.shape = held[j].tensor.type, held[j].element
-        old.replace_all_uses_with(value)
-    keep = ir.node("Identity", [go])
-    copy.append(keep)
-    keep.outputs[0].type, keep.outputs[0].shape = go.type, go.shape
-    outputs = list(copy.outputs)
-    while len(copy.outputs):
-        copy.outputs.pop()
-    outputs = [own_output(copy, out) for out in outputs]  # (no longer outputs themselves)
-    copy.outputs.extend([keep.outputs[0], *outputs])
+        moved[old] = value
+    keep = ctx.edits.body_emitter(copy, None, scope.opset).identity(go)
+    outputs = [keep, *(moved.get(out, out) for out in copy.outputs)]
+    ctx.edits.shape_body(copy, BodyForm(inputs=[count, go], outputs=outputs, moved=moved))
     emit = ctx.edits.emitter(scope, node)
     trips = rows.length_of(emit, first)
     always = emit.true()  # (an absent last input would vanish when saved)
@@ -94,18 +85,16 @@ def map_stacked(
         num_outputs=len(node.outputs),
         name=ctx.edits.next_name(node.name or "SequenceMap", "Loop"),
     )
-    assert node.graph is not None
-    node.graph.insert_before(node, loop)
-    ctx.edits.created.add(loop)
+    ctx.edits.add_node(loop, node)
     unloadable = len(ctx.edits.unloadable)
     ctx.walk.rewalk(copy, scope, loop, "body")
     inner = scope.inner(copy, subgraph_path(scope.path, loop, "body"))
-    why = _why_not(ctx, inner, copy, len(outputs), first)
+    why = _why_not(ctx, inner, copy, len(node.outputs), first)
     if why is None and len(ctx.edits.unloadable) > unloadable:
         text = "the body would write a list back by a SplitToSequence ONNX Runtime lacks"
         why = Reason("unknown-sequence", text)
     if why is not None:
-        drop_nodes_of(copy)
+        ctx.edits.discard(copy)
         ctx.edits.rollback(mark)
         return why
     for k, old in enumerate(node.outputs):

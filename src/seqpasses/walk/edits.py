@@ -24,6 +24,7 @@ from seqpasses.walk import trial
 from seqpasses.walk.facts import Facts
 from seqpasses.walk.keep import KeepMixin
 from seqpasses.walk.materialize import MaterializeMixin
+from seqpasses.walk.outcomes import OutcomesMixin
 from seqpasses.walk.scope import Scope
 from seqpasses.walk.trial import Checkpoint, CreatedNodes, Journal
 
@@ -35,10 +36,11 @@ def _proven(shape: ir.Shape) -> bool:
     return all(isinstance(d, int) or (isinstance(d, ir.SymbolicDim) and d.value) for d in shape)
 
 
-class Edits(KeepMixin, MaterializeMixin):
+class Edits(KeepMixin, MaterializeMixin, OutcomesMixin):
     """Graph changes and their records. ``dry``: record what would change, change nothing.
     What stays at the end: :class:`~seqpasses.walk.keep.KeepMixin`; canonical sequences:
-    :class:`~seqpasses.walk.materialize.MaterializeMixin`."""
+    :class:`~seqpasses.walk.materialize.MaterializeMixin`; applying what transfers propose:
+    :class:`~seqpasses.walk.outcomes.OutcomesMixin`."""
 
     def __init__(
         self, facts: Facts, report: Report, dry: bool = False, max_split: int = 4096
@@ -88,6 +90,16 @@ class Edits(KeepMixin, MaterializeMixin):
 
     def emitter(self, scope: Scope, anchor: ir.Node | None) -> Emitter:
         return Emitter(scope.graph, anchor, scope.opset, self)
+
+    def place(self, graph: ir.Graph | ir.Function, anchor: ir.Node | None, node: ir.Node) -> None:
+        """Where an emitter's new node goes: before ``anchor`` (at the end when ``None``); in a
+        dry walk nowhere (the node only describes a value). Either way it counts as created."""
+        if not self.dry:
+            if anchor is None:
+                graph.append(node)
+            else:
+                graph.insert_before(anchor, node)
+        self.created.add(node)
 
     def next_name(self, base: str, op_type: str) -> str:
         self.counter += 1

@@ -43,6 +43,7 @@ class MaterializeMixin:
     squeezed: dict[ir.Value, tuple[ir.Value, int]]
     split_axis: dict[ir.Node, int]
     next_name: Callable[[str, str], str]
+    place: Callable[[ir.Graph | ir.Function, ir.Node | None, ir.Node], None]
     current: Callable[[ir.Value], ir.Value]
     emitter: Callable[[Scope, ir.Node | None], Emitter]
     applied: Callable[[str, ir.Node, str], bool]

@@ -22,15 +22,9 @@ import onnx_ir as ir
 
 from seqpasses.core.dims import same_shape
 from seqpasses.core.graph import (
-    detach,
-    drop_nodes_of,
-    drop_subgraphs,
     graph_nodes,
     is_default,
     is_hold,
-    own_output,
-    rebuild,
-    subgraphs,
 )
 from seqpasses.core.sequence import Reason, StackedSequence, StaticSequence
 from seqpasses.transfer.common import written_back_unloadable
@@ -39,6 +33,8 @@ from seqpasses.transfer.rows import empty_rows
 from seqpasses.transfer.stacked import stacked_of
 from seqpasses.walk.budget import cost_of
 from seqpasses.walk.context import Context, Scope
+from seqpasses.walk.outcomes import BodyForm, Rebuild
+from seqpasses.walk.trial import Checkpoint
 
 __all__ = ["carry_stacked", "empty_of"]
 
@@ -182,20 +178,6 @@ def _clear_guesses(ctx: Context, scope: Scope, node: ir.Node, copy: ir.Graph) ->
             value.shape = shape
 
 
-def _sweep(ctx: Context, graph: ir.Graph) -> None:
-    """Remove what nothing reads from ``graph`` and its subgraphs (what a walk replaced), but
-    what stays whatever reads it (a check, a node that fails at run time)."""
-    for inner in list(graph):
-        for _, sub in subgraphs(inner):
-            _sweep(ctx, sub)
-    for inner in reversed(list(graph)):
-        if ctx.edits.holds_failure(inner, settled=False):
-            continue
-        if all(not out.uses() and not out.is_graph_output() for out in inner.outputs):
-            drop_subgraphs(inner)
-            detach([inner])
-
-
 def carry_stacked(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> bool:
     """Carry each list the loop carries as one tensor (see the module docstring)."""
     carried = len(node.inputs) - 2
@@ -234,6 +216,7 @@ def carry_stacked(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> 
     ctx.edits.record_clone(copy, body)
     _clear_guesses(ctx, scope, node, copy)
     olds: dict[int, ir.Value] = {}
+    copy_inputs = list(copy.inputs)
     for j, (_, (shape, dtype), least) in lists.items():
         old = copy.inputs[2 + j]
         rows = ir.Value(
@@ -241,24 +224,24 @@ def carry_stacked(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> 
             type=ir.TensorType(dtype),
             shape=ir.Shape([ir.SymbolicDim(None), *shape]),
         )
-        copy.inputs[2 + j] = rows
+        copy_inputs[2 + j] = rows
         olds[j] = old
         ctx.facts.values[old] = StackedSequence(rows, ir.SymbolicDim(None), shape, dtype, least)
+    ctx.edits.shape_body(copy, BodyForm(inputs=copy_inputs))
     unloadable = len(ctx.edits.unloadable)
     ctx.walk.rewalk(copy, scope, node, "body")
     results: dict[int, StackedSequence] = {}
+    outputs = list(copy.outputs)
     for j, (_, (shape, dtype), _) in lists.items():
         st = ctx.facts.stacked(copy.outputs[1 + j])
         if st is not None and same_shape(st.element, shape) and st.dtype == dtype:
             results[j] = st
-            copy.outputs[1 + j] = own_output(copy, st.tensor)
-    _sweep(ctx, copy)
+            outputs[1 + j] = st.tensor
+    ctx.edits.shape_body(copy, BodyForm(outputs=outputs))
+    ctx.edits.sweep(copy)
     if len(ctx.edits.unloadable) > unloadable:  # a list in the body written back so
         _why(ctx, node, "the body would write a list back by a SplitToSequence ONNX Runtime lacks")
-        for j, old in olds.items():
-            copy.inputs[2 + j] = old
-        ctx.edits.rollback(mark)
-        drop_nodes_of(copy)
+        _drop_copy(ctx, copy, olds, mark)
         return False
     if len(results) != len(lists) or any(old.uses() for old in olds.values()):
         # a sequence op on a list stayed (or the body returns it unlike): drop the copy
@@ -271,10 +254,7 @@ def carry_stacked(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> 
             if cause is not None
             else "the body does not return the list as one tensor of its element shape",
         )
-        for j, old in olds.items():
-            copy.inputs[2 + j] = old
-        ctx.edits.rollback(mark)
-        drop_nodes_of(copy)
+        _drop_copy(ctx, copy, olds, mark)
         return False
     seeds = {
         j: (ir.TensorType(dtype), ir.Shape([ir.SymbolicDim(None), *shape]))
@@ -285,14 +265,24 @@ def carry_stacked(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> 
         # an element shape now declared meets a read that cannot take it (the original fails
         # there at run time, or never gets there): the checker would refuse the whole model
         _why(ctx, node, f"onnx's inference would reject the body as one tensor ({errors[0]})")
-        for j, old in olds.items():
-            copy.inputs[2 + j] = old
-        ctx.edits.rollback(mark)
-        drop_nodes_of(copy)
+        _drop_copy(ctx, copy, olds, mark)
         return False
     _apply(ctx, node, scope, copy, lists, results)
-    drop_nodes_of(body)  # the replaced body must stop using outer values
+    ctx.edits.discard(body)  # the replaced body must stop using outer values
     return True
+
+
+def _drop_copy(
+    ctx: Context, copy: ir.Graph, olds: Mapping[int, ir.Value], mark: Checkpoint
+) -> None:
+    """Give up the copy: its inputs back as they were, what the walk of it built rolled
+    back, its nodes dropped."""
+    inputs = list(copy.inputs)
+    for j, old in olds.items():
+        inputs[2 + j] = old
+    ctx.edits.shape_body(copy, BodyForm(inputs=inputs))
+    ctx.edits.rollback(mark)
+    ctx.edits.discard(copy)
 
 
 def _why(ctx: Context, node: ir.Node, text: str) -> None:
@@ -310,11 +300,12 @@ def _apply(
     inputs = list(node.inputs)
     for j, (rows, _, _) in lists.items():
         inputs[2 + j] = rows
-    new = rebuild(node, inputs, {"body": copy}, len(node.outputs))
-    ctx.edits.rebuilt(new, node, scope)
+    moved = {k: k for k in range(len(node.outputs)) if k not in lists}
+    plan = Rebuild(node, inputs, {"body": (copy, BodyForm())}, len(node.outputs), moved)
+    new = ctx.edits.apply(plan, scope)
     for k, old in enumerate(node.outputs):
-        fresh = new.outputs[k]
         if k in lists:
+            fresh = new.outputs[k]
             (shape, dtype), least = lists[k][1], lists[k][2]
             if results[k].least < least:  # the body may shrink it: zero trips keep least
                 least = 0
@@ -322,8 +313,5 @@ def _apply(
             fresh.shape = ir.Shape([ir.SymbolicDim(None), *shape])
             final = StackedSequence(fresh, ir.SymbolicDim(None), shape, dtype, least)
             ctx.facts.values[old] = final
-        else:
-            fresh.type, fresh.shape = old.type, old.shape
-            ctx.edits.replace(old, fresh, scope)
     which = ", ".join(str(j) for j in lists)
     ctx.edits.applied("loop-carries-stacked", node, f"carried list(s) {which} as [n, *E] tensors")

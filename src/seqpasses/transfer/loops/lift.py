@@ -12,11 +12,12 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from seqpasses.core.graph import detach, is_default, rebuild, subgraph_path
+from seqpasses.core.graph import is_default, subgraph_path
 from seqpasses.core.sequence import StaticSequence
 from seqpasses.transfer.loops.appends import append_pattern
 from seqpasses.transfer.loops.induction import declared_ones
 from seqpasses.walk.context import Context, Scope
+from seqpasses.walk.outcomes import BodyForm, Rebuild
 
 __all__ = ["lift_reads", "plan"]
 
@@ -97,7 +98,7 @@ def lift_reads(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> ir.
             if kind != "last":
                 value = _lifted_value(ctx, body_scope, reader, kind, initial)
                 ctx.edits.replace(reader.outputs[0], value, body_scope)
-                detach([reader])
+                ctx.edits.take_out([reader])
                 lifted = True
         if last_reads:
             lasts.append((j, last_reads))
@@ -105,6 +106,8 @@ def lift_reads(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> ir.
         return node if lifted else None
     # l[-1]: the element appended last, carried (the initial list's last one to begin with)
     new_inputs = list(node.inputs)
+    body_inputs = list(body.inputs)
+    lasts_out: list[ir.Value] = []
     for j, last_reads in lasts:
         initial = ctx.facts.static(node.inputs[2 + j])
         appended = append_pattern(ctx, body, j, ignore=set(last_reads))
@@ -115,25 +118,21 @@ def lift_reads(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> ir.
             name=f"{body.inputs[2 + j].name or 'list'}_last",
             type=element.type or tensor.type or ir.TensorType(initial.dtype or ir.DataType.FLOAT),
         )
-        body.inputs.append(last_in)
+        body_inputs.append(last_in)
         for reader in last_reads:
             ctx.edits.replace(reader.outputs[0], last_in, body_scope)
-            detach([reader])
-        tensor = ctx.edits.current(tensor)  # (l.append(l[-1]) appends what it just lifted)
-        if tensor.graph is not body or tensor.is_graph_input():
-            ident = ir.node("Identity", [tensor])
-            body.insert_before(appended[0], ident)
-            ident.outputs[0].type = tensor.type
-            tensor = ident.outputs[0]
-        body.outputs.insert(len(new_inputs) - 1, tensor)
+            ctx.edits.take_out([reader])
+        # (l.append(l[-1]) appends what it just lifted: the body's new input, which the
+        # new form returns through an Identity)
+        lasts_out.append(ctx.edits.current(tensor))
         new_inputs.append(initial.elements[-1])
+    outputs = list(body.outputs)
+    outputs[1 + carried : 1 + carried] = lasts_out
+    form = BodyForm(inputs=body_inputs, outputs=outputs)
     added = len(lasts)
-    new = rebuild(node, new_inputs, {"body": body}, len(node.outputs) + added)
-    ctx.edits.rebuilt(new, node, scope)
-    kept = list(new.outputs[:carried]) + list(new.outputs[carried + added :])
-    for old, fresh in zip(node.outputs, kept, strict=True):
-        fresh.type, fresh.shape = old.type, old.shape
-        if old in ctx.facts.values:
-            ctx.facts.values[fresh] = ctx.facts.values[old]
-        ctx.edits.replace(old, fresh, scope)
+    moved = {k: k if k < carried else k + added for k in range(len(node.outputs))}
+    count = len(node.outputs) + added
+    new = ctx.edits.apply(
+        Rebuild(node, new_inputs, {"body": (body, form)}, count, moved, facts=True), scope
+    )
     return new

@@ -25,8 +25,7 @@ from dataclasses import dataclass
 
 import onnx_ir as ir
 
-from seqpasses.core.emit import Emitter
-from seqpasses.core.graph import detach, label, rebuild
+from seqpasses.core.graph import label
 from seqpasses.core.sequence import StaticSequence
 from seqpasses.transfer.common import stable
 from seqpasses.transfer.loops.appends import append_pattern, appended_list
@@ -34,6 +33,7 @@ from seqpasses.transfer.loops.carry import empty_of
 from seqpasses.transfer.loops.induction import appended, iterations
 from seqpasses.transfer.loops.scan import scope_of
 from seqpasses.walk.context import Context, Scope
+from seqpasses.walk.outcomes import BodyForm, Rebuild
 
 __all__ = ["RunningPlan", "free_shape", "plan", "running_concats"]
 
@@ -156,13 +156,14 @@ def _apply(
     int64 = ir.TensorType(ir.DataType.INT64)
     scalar = ir.Shape([])
     emit = ctx.edits.emitter(scope, node)
-    inner = Emitter(body, p.insert, scope.opset, ctx.edits)
+    inner = ctx.edits.body_emitter(body, p.insert, scope.opset)
     free = free_shape(ctx, scope, p)
 
     # -- the body: the list's slot carries the concatenation (or the count, when only the
     # length is read); a count, when needed beside it, is carried last
     old_in = body.inputs[2 + j]
     inputs = list(node.inputs)
+    body_inputs = list(body.inputs)
     outputs: list[ir.Value] = list(body.outputs)
     count_in: ir.Value | None = None
     count_out: ir.Value | None = None
@@ -176,41 +177,31 @@ def _apply(
         parts = [p.tensor, acc_in] if p.front else [acc_in, p.tensor]
         acc_out = inner.op("Concat", parts, axis=p.axis)
         acc_out.type, acc_out.shape = acc_in.type, free
-        body.inputs[2 + j] = acc_in
+        body_inputs[2 + j] = acc_in
         outputs[1 + j] = acc_out
         inputs[2 + j] = start
         if count_in is not None and count_out is not None:
-            body.inputs.append(count_in)
+            body_inputs.append(count_in)
             outputs.insert(1 + carried, count_out)
             inputs.append(emit.int64(len(p.initial)))
     else:
         assert count_in is not None and count_out is not None
-        body.inputs[2 + j] = count_in
+        body_inputs[2 + j] = count_in
         outputs[1 + j] = count_out
         inputs[2 + j] = emit.int64(len(p.initial))
-    detach([p.insert])
     # a carried value the body returns as it came in goes through an Identity: OpenVINO's
     # Loop conversion miscounts the body's inputs when one is also an output
-    tail = Emitter(body, None, scope.opset, ctx.edits)
+    tail = ctx.edits.body_emitter(body, None, scope.opset)
     for k, value in enumerate(outputs[1 : 1 + carried + (start is not None and p.count)], 1):
         if value.is_graph_input() and value.graph is body:
             outputs[k] = tail.identity(value)
-    for k, value in enumerate(outputs[: len(body.outputs)]):
-        if body.outputs[k] is not value:
-            body.outputs[k] = value
-    for value in outputs[len(body.outputs) :]:
-        body.outputs.append(value)
+    form = BodyForm(inputs=body_inputs, outputs=outputs, drop=[p.insert])
 
     # -- the loop node
     extra = int(start is not None and count_in is not None)
-    new = rebuild(node, inputs, {"body": body}, len(node.outputs) + extra)
-    ctx.edits.rebuilt(new, node, scope)
-    for k, old in enumerate(node.outputs):
-        fresh = new.outputs[k if k < carried else k + extra]
-        if k == j:
-            continue
-        fresh.type, fresh.shape = old.type, old.shape
-        ctx.edits.replace(old, fresh, scope)
+    moved = {k: k if k < carried else k + extra for k in range(len(node.outputs)) if k != j}
+    size = len(node.outputs) + extra
+    new = ctx.edits.apply(Rebuild(node, inputs, {"body": (body, form)}, size, moved), scope)
     acc = new.outputs[j] if start is not None else None
     count = (new.outputs[carried] if extra else new.outputs[j]) if p.count else None
     if acc is not None:  # (proven: an enclosing loop's induction reads them)

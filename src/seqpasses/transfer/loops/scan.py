@@ -23,7 +23,7 @@ import onnx_ir as ir
 
 from seqpasses.core.dims import contradicts, fill_shape
 from seqpasses.core.emit import Emitter
-from seqpasses.core.graph import detach, label, rebuild, subgraph_path
+from seqpasses.core.graph import label, subgraph_path
 from seqpasses.core.sequence import StaticSequence
 from seqpasses.transfer.loops.appends import READERS, appended_list, reader_ok
 from seqpasses.transfer.loops.induction import (
@@ -34,6 +34,7 @@ from seqpasses.transfer.loops.induction import (
     same,
 )
 from seqpasses.walk.context import Context, Scope
+from seqpasses.walk.outcomes import BodyForm, Rebuild
 
 __all__ = ["ScanPlan", "plan", "scan_outputs", "scope_of"]
 
@@ -108,21 +109,12 @@ def _apply(
 
     # -- the body: drop the carried sequence, emit the appended tensor as a scan output
     tensor.type = tensor.type or plan.element_type
-    if tensor.graph is not body or tensor.is_graph_input() or tensor.is_graph_output():
-        ident = ir.node("Identity", [tensor])
-        body.insert_before(insert, ident)
-        ident.outputs[0].type, ident.outputs[0].shape = tensor.type, tensor.shape
-        tensor = ident.outputs[0]
-    body.outputs.pop(1 + j)
-    body.outputs.append(tensor)
-    # declared, so that a runtime can shape the output of zero iterations ([0, 3], not [0])
-    tensor.shape = (
-        shape
-        if contradicts(tensor.shape, shape)
-        else fill_shape(tensor.shape, shape, numbers_win=True)
+    outputs = [v for k, v in enumerate(body.outputs) if k != 1 + j] + [tensor]
+    form = BodyForm(
+        inputs=[v for k, v in enumerate(body.inputs) if k != 2 + j],
+        outputs=outputs,
+        drop=[insert],
     )
-    detach([insert])
-    body.inputs.pop(2 + j)
 
     # -- the loop node: one carried value fewer, one scan output more
     inputs = [v for k, v in enumerate(node.inputs) if k != 2 + j]
@@ -130,12 +122,18 @@ def _apply(
         # an absent condition as the last input would vanish when saved, and Loop needs the
         # slot: a constant true means the same
         inputs[1] = edits.emitter(scope, node).true()
-    new = rebuild(node, inputs, {"body": body}, len(node.outputs))
-    edits.rebuilt(new, node, scope)
-    kept = [o for k, o in enumerate(node.outputs) if k != j]
-    for old, fresh in zip(kept, new.outputs[:-1], strict=True):
-        fresh.type, fresh.shape = old.type, old.shape
-        edits.replace(old, fresh, scope)
+    kept = [k for k in range(len(node.outputs)) if k != j]
+    moved = {k: index for index, k in enumerate(kept)}
+    new = edits.apply(
+        Rebuild(node, inputs, {"body": (body, form)}, len(node.outputs), moved), scope
+    )
+    # declared, so that a runtime can shape the output of zero iterations ([0, 3], not [0])
+    tensor = body.outputs[-1]
+    tensor.shape = (
+        shape
+        if contradicts(tensor.shape, shape)
+        else fill_shape(tensor.shape, shape, numbers_win=True)
+    )
     stacked = new.outputs[-1]
     stacked.type = tensor.type
     stacked.shape = ir.Shape([ir.SymbolicDim(None) if plan.runs is None else plan.runs, *shape])

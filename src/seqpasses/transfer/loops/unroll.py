@@ -13,7 +13,7 @@ import numpy as np
 import onnx_ir as ir
 
 from seqpasses.core.dims import same_shape
-from seqpasses.core.graph import drop_subgraphs, graph_nodes, is_default, subgraphs
+from seqpasses.core.graph import graph_nodes, is_default, subgraphs
 from seqpasses.core.ops import SEQUENCE_OPS
 from seqpasses.transfer.common import written_back_unloadable
 from seqpasses.transfer.loops.induction import declared_ones, stays_true
@@ -207,6 +207,6 @@ def unroll(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> str:
     for old, new in zip(node.outputs, finals, strict=True):
         ctx.facts.values.pop(old, None)
         edits.replace(old, new, scope)
-    drop_subgraphs(node)
+    edits.retire(node)
     edits.applied("loop-unroll", node, f"{count} iterations")
     return ""
