@@ -94,6 +94,36 @@ def test_transfers_change_no_graph() -> None:
     assert transfer_mutations() == []
 
 
+RECORDERS = {"applied", "computed", "applied_output", "Rewrite"}
+
+
+def recorded_ids() -> dict[str, list[str]]:
+    """Every rewrite id the package records, spelled literally: id -> where."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call) or not node.args:
+                continue
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            first = node.args[0]
+            if name in RECORDERS and isinstance(first, ast.Constant):
+                where = f"{path.relative_to(ROOT.parent)}:{node.lineno}"
+                found.setdefault(str(first.value), []).append(where)
+    return found
+
+
+def test_every_recorded_rewrite_is_registered() -> None:
+    """A rewrite is recorded under an id of the registry (``transfer/table.py``'s ``RULES``),
+    which the docs' table and the rule files are checked against."""
+    from seqpasses.transfer.table import RULES
+
+    ids = recorded_ids()
+    assert len(ids) > 20
+    ids.pop("left")  # (report.left's records: what stays, with its reason; not a rewrite)
+    assert {k: v for k, v in ids.items() if k not in RULES} == {}
+
+
 def test_the_scan_finds_mutations(tmp_path: Path) -> None:
     """The scan itself: each form of change it must see, in a file of its own."""
     text = "\n".join(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Any
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "NODE_BUDGET_FACTOR",
     "NODE_BUDGET_FLOOR",
     "FoldOptions",
+    "Group",
     "Options",
     "select_rewrites",
 ]
@@ -32,19 +34,34 @@ NODE_BUDGET_FACTOR = 10
 """The nodes one run may add, by default: ``max(NODE_BUDGET_FLOOR, NODE_BUDGET_FACTOR x the
 input's nodes)``, across every unrolling, inlining and split of the model together."""
 
+
+class Group(StrEnum):
+    """The rewrite groups a caller can switch off by name (``--skip`` / ``--only``): the one
+    spelling of each, which table rows, rewrite ids and option checks all use."""
+
+    SEQUENCE_OPS = "sequence-ops"
+    IF_INLINE = "if-inline"
+    SEQUENCE_MAP = "sequence-map"
+    OPTIONAL = "optional"
+    LOOP_SCAN = "loop-scan"
+    LOOP_UNROLL = "loop-unroll"
+    FUNCTION_INLINE = "function-inline"
+    STACKED = "stacked"
+
+
 GROUPS: dict[str, str] = {
-    "sequence-ops": "fold Construct/Empty/Insert/Erase/Identity chains; lower SequenceAt, "
+    Group.SEQUENCE_OPS: "fold Construct/Empty/Insert/Erase/Identity chains; lower SequenceAt, "
     "SequenceLength, ConcatFromSequence, SplitToSequence",
-    "if-inline": "inline the taken branch of an If whose condition is a constant",
-    "sequence-map": "inline SequenceMap over static sequences, one body copy per element",
-    "optional": "pass values through Optional / OptionalGetElement; fold OptionalHasElement",
-    "loop-scan": "turn a Loop that appends to a list into a Loop with a scan output "
+    Group.IF_INLINE: "inline the taken branch of an If whose condition is a constant",
+    Group.SEQUENCE_MAP: "inline SequenceMap over static sequences, one body copy per element",
+    Group.OPTIONAL: "pass values through Optional / OptionalGetElement; fold OptionalHasElement",
+    Group.LOOP_SCAN: "turn a Loop that appends to a list into a Loop with a scan output "
     "(the body's len(l) and l[-1] become values it carries)",
-    "loop-unroll": "unroll a Loop with a constant trip count (<= --max-unroll) that reads "
+    Group.LOOP_UNROLL: "unroll a Loop with a constant trip count (<= --max-unroll) that reads "
     "a sequence",
-    "function-inline": "inline model-local functions whose sequences cross their boundary, "
+    Group.FUNCTION_INLINE: "inline model-local functions whose sequences cross their boundary, "
     "when that leaves fewer sequence ops",
-    "stacked": "hold a list whose length or positions are known only at run time, and whose "
+    Group.STACKED: "hold a list whose length or positions are known only at run time, and whose "
     "elements share one shape, as one tensor [n, *E]",
 }
 """The rewrite groups a caller can switch off by name (``--skip`` / ``--only``)."""
@@ -91,6 +108,10 @@ class FoldOptions:
     max_unroll: int = DEFAULT_MAX_UNROLL
     max_split: int = DEFAULT_MAX_SPLIT
     node_budget: int | None = None
+
+    def enabled(self, group: Group) -> bool:
+        """Whether the rewrites of ``group`` may run."""
+        return group not in self.disabled
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import onnx_ir as ir
 
 from seqpasses.core.graph import unique_value_names
-from seqpasses.options import FoldOptions
+from seqpasses.options import FoldOptions, Group
 from seqpasses.passes.dead_code import RemoveDeadNodesPass, dead_nodes
 from seqpasses.passes.inline_functions import fold_with_functions_inlined, sequence_functions
 from seqpasses.passes.narrow_splits import narrow_splits
@@ -56,7 +56,7 @@ class FoldSequencesPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         main_opset(model)  # (a model without an ONNX opset is refused before anything runs)
         carriers = (
-            set() if "function-inline" in self.options.disabled else sequence_functions(model)
+            set() if not self.options.enabled(Group.FUNCTION_INLINE) else sequence_functions(model)
         )
         if not carriers:
             modified = self._fold(model, self.report)

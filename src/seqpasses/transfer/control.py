@@ -21,6 +21,7 @@ import onnx_ir as ir
 from seqpasses.core.dims import merge_shapes, same_shape
 from seqpasses.core.graph import subgraph_path
 from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
+from seqpasses.options import Group
 from seqpasses.transfer import stacked_map
 from seqpasses.transfer.common import written_back_unloadable
 from seqpasses.transfer.rows import empty_rows
@@ -56,7 +57,7 @@ def _stacked_pair(
 ) -> tuple[StackedSequence, StackedSequence] | None:
     """Output ``k``'s lists from both branches as one tensor each (lengths may differ), when
     their elements share one dtype and shape; None when they cannot be."""
-    if "stacked" in ctx.options.disabled:
+    if not ctx.options.enabled(Group.STACKED):
         return None
     values = [ctx.facts.values.get(b.outputs[k]) for b in branches]
     if not all(isinstance(v, StaticSequence | StackedSequence) for v in values):
@@ -349,32 +350,32 @@ def _optional_has_element(ctx: Context, node: ir.Node, scope: Scope) -> bool:
 
 
 TABLE: dict[tuple[str, str], Entry] = {
-    ("If", "*"): Entry(_if, group="if-inline", dry=False),
-    ("SequenceMap", "*"): Entry(_sequence_map, group="sequence-map", dry=False),
-    ("Optional", "*"): Entry(_optional, group="optional"),
-    ("OptionalGetElement", "*"): Entry(_optional_get_element, group="optional"),
-    ("OptionalHasElement", "*"): Entry(_optional_has_element, group="optional"),
+    ("If", "*"): Entry(_if, group=Group.IF_INLINE, dry=False),
+    ("SequenceMap", "*"): Entry(_sequence_map, group=Group.SEQUENCE_MAP, dry=False),
+    ("Optional", "*"): Entry(_optional, group=Group.OPTIONAL),
+    ("OptionalGetElement", "*"): Entry(_optional_get_element, group=Group.OPTIONAL),
+    ("OptionalHasElement", "*"): Entry(_optional_has_element, group=Group.OPTIONAL),
 }
 
 RULES: dict[str, tuple[str, str]] = {
     "if-unread-lists": (
-        "if-inline",
+        Group.IF_INLINE,
         "If(c) with a run-time c: a list output nothing reads -> dropped from both branches",
     ),
-    "if-constant-condition": ("if-inline", "If with a constant condition -> the taken branch"),
+    "if-constant-condition": (Group.IF_INLINE, "If with a constant condition -> the taken branch"),
     "if-static-sequences": (
-        "if-inline",
+        Group.IF_INLINE,
         "If whose branches yield static sequences of one length -> their elements as tensors",
     ),
     "if-stacked-lists": (
-        "stacked",
+        Group.STACKED,
         "If whose branches yield lists of one element shape but different lengths -> one "
         "[n, *E] tensor from each branch",
     ),
     "sequence-map-inline": (
-        "sequence-map",
+        Group.SEQUENCE_MAP,
         "SequenceMap over static sequences -> one copy of the body per element",
     ),
-    "optional-get-element": ("optional", "OptionalGetElement(Optional(x)) -> x"),
-    "optional-has-element": ("optional", "OptionalHasElement of a known optional -> a bool"),
+    "optional-get-element": (Group.OPTIONAL, "OptionalGetElement(Optional(x)) -> x"),
+    "optional-has-element": (Group.OPTIONAL, "OptionalHasElement of a known optional -> a bool"),
 }

@@ -16,6 +16,7 @@ from seqpasses.core.sequence import (
     StaticSequence,
     sequence_dtype,
 )
+from seqpasses.options import Group
 from seqpasses.transfer import rows, unit_split
 from seqpasses.transfer.common import follows_ort
 from seqpasses.walk.context import Context, Scope
@@ -85,7 +86,7 @@ def stacked_of(
     list its element shape)."""
     if value is None:
         return Reason("invalid", "input is missing")
-    if "stacked" in ctx.options.disabled:
+    if not ctx.options.enabled(Group.STACKED):
         return ctx.facts.why_unknown(value)
     if ctx.facts.in_unrolled_body(scope.graph):
         return Reason("run-time-value", "left to the unrolling of the loop around it")

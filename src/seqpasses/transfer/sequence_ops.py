@@ -25,6 +25,7 @@ from seqpasses.core.sequence import (
     sequence_dtype,
 )
 from seqpasses.core.shapes import ShapeOracle
+from seqpasses.options import Group
 from seqpasses.transfer import stacked, unit_split
 from seqpasses.transfer.common import concat_new_axis, position
 from seqpasses.walk.context import Context, Entry, Scope
@@ -107,7 +108,7 @@ def _sequence_erase(ctx: Context, node: ir.Node, scope: Scope) -> bool:
 def _as_stacked(ctx: Context, node: ir.Node, scope: Scope, why: Reason, rewrite: Transfer) -> bool:
     """Hold the list as one tensor [n, *E] for a run-time position, or leave ``node`` with
     ``why`` when that is switched off (``--skip stacked``)."""
-    if "stacked" in ctx.options.disabled:
+    if not ctx.options.enabled(Group.STACKED):
         return ctx.facts.leave(node, why)
     return rewrite(ctx, node, scope, why)
 
@@ -262,11 +263,11 @@ TABLE: dict[tuple[str, str], Entry] = {
 }
 
 RULES: dict[str, tuple[str, str]] = {
-    "sequence-at": ("sequence-ops", "SequenceAt(s, const) of a static s -> the element"),
-    "sequence-length": ("sequence-ops", "SequenceLength(s) of a static s -> an int64 Constant"),
-    "concat-from-sequence": ("sequence-ops", "ConcatFromSequence(new_axis=0) -> Concat"),
+    "sequence-at": (Group.SEQUENCE_OPS, "SequenceAt(s, const) of a static s -> the element"),
+    "sequence-length": (Group.SEQUENCE_OPS, "SequenceLength(s) of a static s -> an int64 Constant"),
+    "concat-from-sequence": (Group.SEQUENCE_OPS, "ConcatFromSequence(new_axis=0) -> Concat"),
     "concat-from-sequence-new-axis": (
-        "sequence-ops",
+        Group.SEQUENCE_OPS,
         "ConcatFromSequence(new_axis=1) -> Unsqueeze each element + Concat",
     ),
 }

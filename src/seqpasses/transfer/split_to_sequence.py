@@ -13,6 +13,7 @@ from seqpasses.core.sequence import (
     StaticSequence,
     split_squeezes,
 )
+from seqpasses.options import Group
 from seqpasses.transfer.common import follows_ort
 from seqpasses.walk.context import Context, Entry, Scope
 from seqpasses.walk.facts import Reason
@@ -208,14 +209,14 @@ TABLE: dict[tuple[str, str], Entry] = {
 }
 
 RULES: dict[str, tuple[str, str]] = {
-    "split-to-sequence": ("sequence-ops", "SplitToSequence -> Split (+ Squeeze)"),
+    "split-to-sequence": (Group.SEQUENCE_OPS, "SplitToSequence -> Split (+ Squeeze)"),
     "split-to-sequence-spec-keepdims": (
-        "sequence-ops",
+        Group.SEQUENCE_OPS,
         "with --strict-spec, SplitToSequence(x, split) with keepdims=0 -> keepdims=1 (the spec "
         "ignores it when a split is given; ONNX Runtime then follows the spec)",
     ),
     "split-to-sequence-run-time-sizes": (
-        "sequence-ops",
+        Group.SEQUENCE_OPS,
         "SplitToSequence(x, sizes) with sizes a run-time int64[k] (or int32[k], cast) -> Split "
         "with k outputs",
     ),

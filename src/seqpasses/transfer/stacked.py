@@ -31,6 +31,7 @@ from seqpasses.core.sequence import (
     StackedSequence,
     normalize_insert_position,
 )
+from seqpasses.options import Group
 from seqpasses.transfer import rows, unit_split
 from seqpasses.transfer.common import concat_new_axis
 from seqpasses.transfer.holding import element_shape, stacked_of
@@ -243,35 +244,38 @@ def _identity(ctx: Context, node: ir.Node, scope: Scope) -> bool:
 
 
 TABLE: dict[tuple[str, str], Entry] = {
-    ("SequenceAt", "stacked"): Entry(_at, group="stacked"),
-    ("SequenceLength", "stacked"): Entry(_length_of, group="stacked"),
-    ("ConcatFromSequence", "stacked"): Entry(_concat, group="stacked"),
-    ("SequenceInsert", "stacked"): Entry(insert, group="stacked"),
-    ("SequenceErase", "stacked"): Entry(erase, group="stacked"),
-    ("SequenceInsert", "other"): Entry(insert, group="stacked"),
-    ("SequenceErase", "other"): Entry(erase, group="stacked"),
-    ("Identity", "stacked"): Entry(_identity, group="stacked"),
+    ("SequenceAt", "stacked"): Entry(_at, group=Group.STACKED),
+    ("SequenceLength", "stacked"): Entry(_length_of, group=Group.STACKED),
+    ("ConcatFromSequence", "stacked"): Entry(_concat, group=Group.STACKED),
+    ("SequenceInsert", "stacked"): Entry(insert, group=Group.STACKED),
+    ("SequenceErase", "stacked"): Entry(erase, group=Group.STACKED),
+    ("SequenceInsert", "other"): Entry(insert, group=Group.STACKED),
+    ("SequenceErase", "other"): Entry(erase, group=Group.STACKED),
+    ("Identity", "stacked"): Entry(_identity, group=Group.STACKED),
 }
 
 RULES: dict[str, tuple[str, str]] = {
-    "stacked-at": ("stacked", "SequenceAt at a run-time position -> Gather of the [n, *E] tensor"),
-    "stacked-length": ("stacked", "SequenceLength of a list held as [n, *E] -> n"),
+    "stacked-at": (
+        Group.STACKED,
+        "SequenceAt at a run-time position -> Gather of the [n, *E] tensor",
+    ),
+    "stacked-length": (Group.STACKED, "SequenceLength of a list held as [n, *E] -> n"),
     "stacked-insert": (
-        "stacked",
+        Group.STACKED,
         "SequenceInsert at a run-time position (or into a list of run-time length) -> slices "
         "of the [n, *E] tensor around the position, the element between",
     ),
     "stacked-erase": (
-        "stacked",
+        Group.STACKED,
         "SequenceErase at a run-time position (or from a list of run-time length) -> slices "
         "of the [n, *E] tensor around the position",
     ),
     "stacked-concat": (
-        "stacked",
+        Group.STACKED,
         "ConcatFromSequence of a list held as [n, *E] -> the tensor, a Transpose or a Reshape",
     ),
     "stacked-as-sequence": (
-        "stacked",
+        Group.STACKED,
         "a list held as [n, *E] that must be a sequence -> SplitToSequence(S, axis=0, keepdims=0)",
     ),
 }

@@ -19,6 +19,7 @@ from seqpasses.core.dims import same_dim
 from seqpasses.core.graph import graph_nodes, is_default, subgraph_path
 from seqpasses.core.ops import SEQUENCE_OPS
 from seqpasses.core.sequence import Reason, StackedSequence
+from seqpasses.options import Group
 from seqpasses.transfer import rows
 from seqpasses.transfer.common import stable
 from seqpasses.transfer.stacked import stacked_of
@@ -34,7 +35,7 @@ def map_stacked(
 ) -> Reason | None:
     """Rewrite ``node`` (its inputs ``sequences`` are the sequence ones) as a Loop over the
     lists held as one tensor; the reason when it cannot be done (nothing changed then)."""
-    if "stacked" in ctx.options.disabled:
+    if not ctx.options.enabled(Group.STACKED):
         return Reason("run-time-value", "lists of run-time length are not held as one tensor")
     mark = ctx.edits.checkpoint()
     held: dict[int, StackedSequence] = {}
@@ -136,7 +137,7 @@ def _why_not(
 
 RULES: dict[str, tuple[str, str]] = {
     "sequence-map-loop": (
-        "stacked",
+        Group.STACKED,
         "SequenceMap over lists held as [n, *E] -> a Loop over n whose scan outputs are the "
         "mapped lists",
     ),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from seqpasses.options import GROUPS
+from seqpasses.options import GROUPS, Group
 from seqpasses.transfer import (
     control,
     loops,
@@ -82,15 +82,15 @@ RULES: dict[str, Rule] = _rules(
     loops.RULES,
     {
         "canonical-sequence-input": (
-            "sequence-ops",
+            Group.SEQUENCE_OPS,
             "a static sequence an op needs as a sequence -> one SequenceConstruct/SequenceEmpty",
         ),
         "canonical-sequence-output": (
-            "sequence-ops",
+            Group.SEQUENCE_OPS,
             "a static sequence that is a graph output -> one SequenceConstruct/SequenceEmpty",
         ),
         "function-inline": (
-            "function-inline",
+            Group.FUNCTION_INLINE,
             "model-local functions whose sequences cross their boundary -> inlined",
         ),
     },

@@ -22,6 +22,7 @@ import onnx_ir as ir
 from seqpasses.core.emit import Emitter
 from seqpasses.core.graph import is_default
 from seqpasses.core.sequence import Reason, split_squeezes
+from seqpasses.options import Group
 from seqpasses.transfer.common import concat_new_axis, follows_ort
 from seqpasses.walk.context import Context, Entry, Scope
 
@@ -220,15 +221,15 @@ TABLE: dict[tuple[str, str], Entry] = {
 
 RULES: dict[str, tuple[str, str]] = {
     "sequence-at-split": (
-        "sequence-ops",
+        Group.SEQUENCE_OPS,
         "SequenceAt of a split into chunks of one, any position -> Gather on the split axis",
     ),
     "sequence-length-split": (
-        "sequence-ops",
+        Group.SEQUENCE_OPS,
         "SequenceLength of a split into chunks of one -> Gather(Shape(x), axis)",
     ),
     "concat-of-split": (
-        "sequence-ops",
+        Group.SEQUENCE_OPS,
         "ConcatFromSequence of a split into chunks of one -> its input, a Transpose or a Reshape",
     ),
 }

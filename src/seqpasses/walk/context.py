@@ -16,7 +16,7 @@ import numpy as np
 import onnx_ir as ir
 
 from seqpasses.core.constants import ConstantEvaluator
-from seqpasses.options import NODE_BUDGET_FLOOR, FoldOptions
+from seqpasses.options import NODE_BUDGET_FLOOR, FoldOptions, Group
 from seqpasses.walk.budget import BYTE_BUDGET_FLOOR, Budget
 from seqpasses.walk.edits import Edits
 from seqpasses.walk.facts import Facts, Reason
@@ -120,7 +120,7 @@ class Entry:
     will be unrolled, which the walk of its body needs to know)."""
 
     transfer: Transfer
-    group: str = "sequence-ops"
+    group: Group = Group.SEQUENCE_OPS
     before: Hook | None = None
     dry: bool = True  # also run in a dry walk (analysis): False for whole-graph rewrites
     # what a dry walk runs instead of a transfer that is not dry: it may give the node's

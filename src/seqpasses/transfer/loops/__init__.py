@@ -24,6 +24,7 @@ import onnx_ir as ir
 from seqpasses.core.dims import contradicts, fill_shape
 from seqpasses.core.graph import graph_nodes, is_default, label
 from seqpasses.core.ops import SEQUENCE_OPS
+from seqpasses.options import Group
 from seqpasses.transfer.loops import carry, lift, running, scan, unroll
 from seqpasses.transfer.loops.appends import append_pattern
 from seqpasses.transfer.loops.induction import infer_scan_shapes, stable
@@ -48,7 +49,7 @@ def _loop(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     ]
     starts_static = any(ctx.facts.static(v) is not None for v in node.inputs[2:])
     lifted = None
-    scans = "loop-scan" not in ctx.options.disabled
+    scans = ctx.options.enabled(Group.LOOP_SCAN)
     if not reads and starts_static and scans and scan.scan_outputs(ctx, node, scope, body):
         return True
     live = [n for n in reads if n in ctx.facts.reasons or any(o.uses() for o in n.outputs)]
@@ -79,7 +80,7 @@ def _loop(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     if scans and running.running_concats(ctx, node, scope, body):
         return True
     # (a lifted loop whose list a run-time read after it keeps from being a scan output)
-    if "stacked" not in ctx.options.disabled and carry.carry_stacked(ctx, node, scope, body):
+    if ctx.options.enabled(Group.STACKED) and carry.carry_stacked(ctx, node, scope, body):
         return True
     infer_scan_shapes(ctx, scope, node, body)
     return lifted is not None
@@ -120,25 +121,25 @@ TABLE: dict[tuple[str, str], Entry] = {
 
 RULES: dict[str, tuple[str, str]] = {
     "loop-append-to-scan-output": (
-        "loop-scan",
+        Group.LOOP_SCAN,
         "a Loop appending to a list that starts static -> a Loop with a scan output",
     ),
     "loop-lift-reads": (
-        "loop-scan",
+        Group.LOOP_SCAN,
         "len(l), l[-1], l[initial] inside a Loop that appends to l -> values the loop carries",
     ),
     "loop-running-concat": (
-        "loop-scan",
+        Group.LOOP_SCAN,
         "a Loop appending to a list read after it only by ConcatFromSequence(new_axis=0) and "
         "SequenceLength -> it carries the concatenation (and a count)",
     ),
     "loop-carries-stacked": (
-        "stacked",
+        Group.STACKED,
         "a Loop carrying a list it reads or edits at run-time positions -> it carries the "
         "list as one [n, *E] tensor",
     ),
     "loop-unroll": (
-        "loop-unroll",
+        Group.LOOP_UNROLL,
         "a Loop with a constant trip count <= --max-unroll that reads a sequence -> its body "
         "once per iteration, folded",
     ),

@@ -15,6 +15,7 @@ import onnx_ir as ir
 from seqpasses.core.dims import same_shape
 from seqpasses.core.graph import graph_nodes, is_default, subgraphs
 from seqpasses.core.ops import SEQUENCE_OPS
+from seqpasses.options import Group
 from seqpasses.transfer.common import written_back_unloadable
 from seqpasses.transfer.loops.induction import declared_ones, stays_true
 from seqpasses.walk.budget import cost_of
@@ -42,7 +43,7 @@ def _reads_unlike_elements(ctx: Context, body: ir.Graph) -> bool:
 
 def blocker(ctx: Context, node: ir.Node, body: ir.Graph, opset: int) -> str:
     """Why ``node`` cannot be unrolled (empty when it can)."""
-    if "loop-unroll" in ctx.options.disabled:
+    if not ctx.options.enabled(Group.LOOP_UNROLL):
         return "loop-unroll is switched off"
     trip = node.inputs[0] if node.inputs else None
     if trip is None:
