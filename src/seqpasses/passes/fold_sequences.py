@@ -9,6 +9,7 @@ import onnx_ir as ir
 from seqpasses.core.graph import unique_value_names
 from seqpasses.options import FoldOptions, Group
 from seqpasses.passes.dead_code import RemoveDeadNodesPass, dead_nodes
+from seqpasses.passes.initializers import constants_to_initializers
 from seqpasses.passes.inline_functions import fold_with_functions_inlined, sequence_functions
 from seqpasses.passes.narrow_splits import narrow_splits
 from seqpasses.passes.record_left import RecordLeftPass
@@ -32,7 +33,8 @@ class FoldSequencesPass(ir.passes.InPlacePass):
        dead; not a node dead in the model as given, one that fails at run time or a check a
        rewrite emitted (:meth:`~seqpasses.walk.edits.Edits.protected`: failures are kept);
     4. :func:`~seqpasses.passes.narrow_splits.narrow_splits`: a Split it wrote of which one
-       piece is read becomes a Slice;
+       piece is read becomes a Slice; the constants it wrote in the main graph become
+       initializers (:mod:`seqpasses.passes.initializers`);
     5. :class:`~seqpasses.passes.record_left.RecordLeftPass`: what stays, and why.
 
     Model-local functions whose sequences cross their boundary are inlined when that leaves
@@ -82,6 +84,7 @@ class FoldSequencesPass(ir.passes.InPlacePass):
             # onnx_ir names new values per graph ("val_0"), which can repeat a name of an
             # enclosing graph; ONNX wants names unique across nested scopes.
             unique_value_names(model)
+            constants_to_initializers(model, created)
         if walk.walker.edits.unverified or walk.walker.edits.diverged:
             repair_declarations(model, walk.walker.edits.note)
         RecordLeftPass(walk.walker, report)(model)
