@@ -64,6 +64,7 @@ REGRESSIONS = [
     (2030, 2210),  # an If's unread list output of unlike lengths kept the If's lists alive
     (2030, 4423),  # an If's elements of unlike shapes lost their rank: a Concat that cannot load
     (2034, 1782),  # a zero-trip scan output inside a function: the documented zero-trip case
+    (2041, 544),  # elements [1], [2], one unknown: a Concat the checker rejects
 ]
 
 

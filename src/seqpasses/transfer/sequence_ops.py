@@ -157,10 +157,10 @@ def _ranks(values: tuple[ir.Value, ...], shapes: ShapeOracle) -> set[int]:
 
 
 def _rank(values: tuple[ir.Value, ...], shapes: ShapeOracle) -> int | None:
+    """The one rank of the elements whose shape is known (None: none known, or several). An
+    element of unknown shape and another rank makes the original fail, whatever the axis."""
     ranks = _ranks(values, shapes)
-    if len(ranks) != 1 or any(shapes.shape(v) is None for v in values):
-        return None
-    return ranks.pop()
+    return ranks.pop() if len(ranks) == 1 else None
 
 
 def _conflicting_dim(
