@@ -226,7 +226,6 @@ def _keep_output_declarations(model: ir.Model, proto: onnx.ModelProto) -> None:
 def _unchanged(loaded: Loaded, report: Report) -> Result:
     report.ops_before = report.ops_after = count_ops(loaded.proto)
     report.unchanged = loaded.unheld
-    report.notes.append(f"handed back unchanged: {loaded.unheld}")
     copy = onnx.ModelProto()
     copy.CopyFrom(loaded.proto)
     return Result(copy, None, report)

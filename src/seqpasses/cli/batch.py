@@ -62,8 +62,7 @@ def _run_one(job: Job, relative: str) -> ModelResult:
         return ModelResult(relative, False, message, seconds=time.perf_counter() - start)
     report = outcome.report
     verdict = outcome.verdict
-    data = report.as_dict()
-    data["check"] = None if verdict is None else verdict.as_dict()
+    data = outcome.as_dict()
     return ModelResult(
         relative,
         outcome.written,

@@ -115,15 +115,13 @@ def _optimize(args: argparse.Namespace) -> int:
     report, verdict = outcome.report, outcome.verdict
     for warning in report.warnings:
         print(f"seqpasses: warning: {warning}", file=sys.stderr)
-    check = None if verdict is None else verdict.as_dict()
 
     def write(written: bool) -> None:
         if args.report is None:
             return
-        data: dict[str, Any] = report.as_dict()
+        data: dict[str, Any] = outcome.as_dict()
         data["input"] = str(args.input)
         data["output"] = str(args.output) if written else None
-        data["check"] = check
         write_report(args.report, data)
 
     if verdict is not None and verdict.status == "mismatch":
@@ -138,7 +136,7 @@ def _optimize(args: argparse.Namespace) -> int:
                 print(f"  rewrite {rewrite.rule}: {rewrite.named()} {rewrite.detail}")
         for left in report.left:
             print(f"  left {left.named()} ({left.graph or 'main'}): {left.detail}")
-        for note in report.notes:
+        for note in outcome.all_notes:
             print(f"  note: {note}")
         if verdict is not None:
             print(verdict)

@@ -54,12 +54,31 @@ class Job:
 
 @dataclass
 class Outcome:
+    """What one job gives: the optimize path's report (which the job only reads), the check's
+    verdict, and the job's own notes and timings (loading, checking, saving)."""
+
     report: Report
     verdict: VerifyReport | None  # None when --check was not asked for
+    notes: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
 
     @property
     def written(self) -> bool:
         return self.verdict is None or self.verdict.status != "mismatch"
+
+    @property
+    def all_notes(self) -> list[str]:
+        """The report's notes, then the job's."""
+        return [*self.report.notes, *self.notes]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as JSON data, with the job's notes and timings added and the check's
+        verdict."""
+        data = self.report.as_dict()
+        data["notes"] = self.all_notes
+        data["timings_s"] = {**self.report.timings, **self.timings}
+        data["check"] = None if self.verdict is None else self.verdict.as_dict()
+        return data
 
 
 def _same(a: Path, b: Path) -> bool:
@@ -154,8 +173,9 @@ def run_job(job: Job) -> Outcome:
     message for anything wrong with the input or the paths."""
     start = time.perf_counter()
     report = Report()
+    timings: dict[str, float] = {}
     loaded = load(job.input, job.options)
-    report.timings["load"] = time.perf_counter() - start
+    timings["load"] = time.perf_counter() - start
     input_data = external_data_files(loaded.proto, job.input.parent)
     external = job.external_data
     if external is None and input_data:
@@ -166,14 +186,14 @@ def run_job(job: Job) -> Outcome:
     inputs = check_inputs(job.check_inputs, loaded.proto) if job.check_inputs is not None else None
     result = optimize_loaded(loaded, job.options, report)
     if result.model is None:
-        report.notes[-1] = f"written unchanged: {loaded.unheld}"
+        notes = [f"written unchanged: {report.unchanged}"]
         if job.check:
-            report.notes.append("not checked: the model is written unchanged")
+            notes.append("not checked: the model is written unchanged")
         start = time.perf_counter()
         full = _with_data(loaded.proto, job.input.parent) if input_data else loaded.proto
         save_proto(full, job.output, external)
-        report.timings["save"] = time.perf_counter() - start
-        return Outcome(report, None)
+        timings["save"] = time.perf_counter() - start
+        return Outcome(report, None, notes, timings)
     verdict = None
     if job.check:
         start = time.perf_counter()
@@ -195,9 +215,9 @@ def run_job(job: Job) -> Outcome:
             budget_s=CHECK_BUDGET_S,
             whole=job.check_whole,
         )
-        report.timings["check"] = time.perf_counter() - start
+        timings["check"] = time.perf_counter() - start
         if verdict.status == "mismatch":
-            return Outcome(report, verdict)
+            return Outcome(report, verdict, [], timings)
     start = time.perf_counter()
     if job.options.inline_functions:
         proto = _with_data(result.proto, job.input.parent) if input_data else result.proto
@@ -207,8 +227,8 @@ def run_job(job: Job) -> Outcome:
         save_ir(result.model, job.output, external)
     else:
         save_proto(result.proto, job.output, None)
-    report.timings["save"] = time.perf_counter() - start
-    return Outcome(report, verdict)
+    timings["save"] = time.perf_counter() - start
+    return Outcome(report, verdict, [], timings)
 
 
 def write_report(path: Path, data: dict[str, Any]) -> None:
