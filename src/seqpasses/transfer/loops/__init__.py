@@ -21,13 +21,19 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from seqpasses.core.dims import contradicts, fill_shape
+from seqpasses.core.dims import contradicts, fill_shape, merge_shapes
 from seqpasses.core.graph import graph_nodes, is_default, label
 from seqpasses.core.ops import SEQUENCE_OPS
 from seqpasses.options import Group
 from seqpasses.transfer.loops import carry, lift, running, scan, unroll
-from seqpasses.transfer.loops.appends import append_pattern
-from seqpasses.transfer.loops.induction import infer_scan_shapes, stable
+from seqpasses.transfer.loops.appends import append_pattern, appended_list
+from seqpasses.transfer.loops.induction import (
+    appended,
+    give_carried_shapes,
+    induction,
+    infer_scan_shapes,
+    stable,
+)
 from seqpasses.walk.context import Context, Entry, Scope
 
 __all__ = ["RULES", "TABLE"]
@@ -94,9 +100,12 @@ def _loop_shapes(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     if body_attr is None or body_attr.type != ir.AttributeType.GRAPH:
         return False
     body = body_attr.as_graph()
+    if len(node.inputs) > 2:  # carried tensors that keep their shape, proven by induction
+        give_carried_shapes(node, induction(ctx, scope, node, body)[1])
     for j in range(len(node.inputs) - 2):
         if not isinstance(body.inputs[2 + j].type, ir.SequenceType | None):
             continue
+        _appended_element(ctx, node, scope, body, j)
         found = running.plan(ctx, node, scope, body, j)
         if isinstance(found, str) or found.axis is None:
             continue
@@ -113,6 +122,27 @@ def _loop_shapes(ctx: Context, node: ir.Node, scope: Scope) -> bool:
                 out.type = out.type or ir.TensorType(found.dtype)
                 out.shape = fill_shape(out.shape, shape, numbers_win=True)
     return False
+
+
+def _appended_element(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph, j: int) -> None:
+    """A list that starts static and grows by one element per iteration: its elements share
+    the appended one's rank (induction proves it for every iteration) and the dims that hold
+    every iteration, where the initial elements have them too."""
+    final = node.outputs[j]
+    listed = appended_list(ctx, node, body, j)
+    if final.shape is not None or isinstance(listed, str):
+        return
+    initial, found = listed
+    element_type, shape = appended(ctx, scope, node, body, found.tensor)
+    if shape is None:
+        return
+    shape = ir.Shape([d if stable(ctx, ir.Shape([d])) else ir.SymbolicDim(None) for d in shape])
+    merged = merge_shapes([shape, *(scope.shapes.shape(e) for e in initial.elements)])
+    dtype = element_type.dtype if isinstance(element_type, ir.TensorType) else None
+    if merged is None or dtype is None or any(e.type != element_type for e in initial.elements):
+        return
+    final.type = final.type or ir.SequenceType(ir.TensorType(dtype))
+    final.shape = merged
 
 
 TABLE: dict[tuple[str, str], Entry] = {
