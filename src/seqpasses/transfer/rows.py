@@ -53,11 +53,31 @@ def length_of(emit: Emitter, st: StackedSequence) -> ir.Value:
     return n
 
 
+def positions(emit: Emitter, st: StackedSequence, extra: int) -> ir.Value:
+    """``[0, 1, ..., n - 1 + extra]``: a constant when ``n`` is known."""
+    if isinstance(st.length, int):
+        return emit.constant(np.arange(st.length + extra, dtype=np.int64))
+    n = length_of(emit, st)
+    if extra:
+        n = emit.op("Add", [n, emit.int64(extra)])
+        n.type, n.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([])
+    found = emit.op("Range", [emit.int64(0), n, emit.int64(1)])
+    found.type = ir.TensorType(ir.DataType.INT64)
+    found.shape = ir.Shape([ir.SymbolicDim(None)])
+    return found
+
+
 def normalized(
-    ctx: Context, emit: Emitter, st: StackedSequence, position: ir.Value | None, inserting: bool
+    ctx: Context,
+    emit: Emitter,
+    st: StackedSequence,
+    position: ir.Value | None,
+    inserting: bool,
+    known: ir.Value | None = None,
 ) -> int | ir.Value | Reason:
     """The position normalized to ``[0, n]`` (insert) or ``[0, n-1]``: a number when it can be
-    known now, else a ``[1]`` int64 value that fails at run time out of range."""
+    known now, else a ``[1]`` int64 value that fails at run time out of range (``known``: the
+    :func:`positions` it may be, when the caller made them)."""
     if position is not None:
         p, _ = ctx.const_int(position)
     else:
@@ -69,18 +89,7 @@ def normalized(
             return normalize_at_position(p, st.length)
         except PositionError as error:
             return Reason("out-of-range", f"{error}: left to fail at run time as before")
-    if isinstance(st.length, int):  # the positions themselves: one constant
-        positions = emit.constant(np.arange(st.length + inserting, dtype=np.int64))
-    else:
-        n = length_of(emit, st)
-        if inserting:
-            n = emit.op("Add", [n, emit.int64(1)])
-            n.type, n.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([])
-        positions = emit.op("Range", [emit.int64(0), n, emit.int64(1)])
-        positions.type, positions.shape = (
-            ir.TensorType(ir.DataType.INT64),
-            ir.Shape([ir.SymbolicDim(None)]),
-        )
+    found_in = known if known is not None else positions(emit, st, int(inserting))
     int64 = ir.TensorType(ir.DataType.INT64)
     if position is None:
         where = emit.int64s([-1])
@@ -101,9 +110,38 @@ def normalized(
         back.type, back.shape = where.type, ir.Shape([1])
         where = emit.op("Where", [negative, back, where])
         where.type, where.shape = back.type, ir.Shape([1])
-    found = emit.op("Gather", [positions, where], axis=0)
+    found = emit.op("Gather", [found_in, where], axis=0)
     found.type, found.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([1])
     return ctx.edits.check(found)  # (out of range it fails, whatever reads it)
+
+
+def without_row(emit: Emitter, st: StackedSequence, index: ir.Value, known: ir.Value) -> ir.Value:
+    """``S`` without the row at ``index`` (a ``[1]`` value from :func:`normalized`, checked),
+    ``known`` its :func:`positions`: one ``Gather`` of the rows kept, ``k + (k >= index)`` for
+    ``k`` in ``[0, n - 1)``. (Not a Concat of two Slices of run-time bounds, which tract does
+    not take.)"""
+    int64 = ir.TensorType(ir.DataType.INT64)
+    if isinstance(st.length, int):
+        kept = emit.constant(np.arange(max(st.length - 1, 0), dtype=np.int64))
+    else:
+        kept = emit.op("Slice", [known, emit.int64s([0]), emit.int64s([-1]), emit.int64s([0])])
+        kept.type, kept.shape = int64, ir.Shape([ir.SymbolicDim(None)])
+    boolean = ir.TensorType(ir.DataType.BOOL)
+    if emit.opset >= 12:
+        later = emit.op("GreaterOrEqual", [kept, index])
+    else:  # (GreaterOrEqual is opset 12)
+        before = emit.op("Less", [kept, index])
+        before.type, before.shape = boolean, kept.shape
+        later = emit.op("Not", [before])
+    later.type, later.shape = boolean, kept.shape
+    step = emit.op("Cast", [later], to=int(ir.DataType.INT64))
+    step.type, step.shape = int64, kept.shape
+    rows = emit.op("Add", [kept, step])
+    rows.type, rows.shape = int64, kept.shape
+    out = emit.op("Gather", [st.tensor, rows], axis=0)
+    out.type = st.tensor.type
+    out.shape = ir.Shape([plus(st.length, -1), *st.element])
+    return out
 
 
 def slice_rows(

@@ -127,10 +127,16 @@ def erase(ctx: Context, node: ir.Node, scope: Scope, because: Reason | None = No
         return ctx.facts.leave(node, Reason("out-of-range", text))
     emit = ctx.edits.emitter(scope, node)
     position = node.inputs[1] if len(node.inputs) > 1 else None
-    index = rows.normalized(ctx, emit, st, position, inserting=False)
+    static = position is None or ctx.const_int(position)[0] is not None
+    known = None if static and isinstance(st.length, int) else rows.positions(emit, st, 0)
+    index = rows.normalized(ctx, emit, st, position, inserting=False, known=known)
     if isinstance(index, Reason):
         return ctx.facts.leave(node, index)
-    if isinstance(index, int):
+    length = rows.plus(st.length, -1)
+    if isinstance(index, ir.Value):
+        assert known is not None
+        out = rows.without_row(emit, st, index, known)
+    else:
         assert isinstance(st.length, int)
         parts = []
         if index > 0:
@@ -139,12 +145,7 @@ def erase(ctx: Context, node: ir.Node, scope: Scope, because: Reason | None = No
             parts.append(rows.slice_rows(emit, st, index + 1, rows.END))
         if not parts:  # the only element: an empty [0, *E]
             parts = [rows.slice_rows(emit, st, 0, 0)]
-    else:
-        after = emit.op("Add", [index, emit.int64s([1])])
-        after.type, after.shape = index.type, index.shape
-        parts = [rows.slice_rows(emit, st, 0, index), rows.slice_rows(emit, st, after, rows.END)]
-    length = rows.plus(st.length, -1)
-    out = rows.joined(emit, st, parts, length)
+        out = rows.joined(emit, st, parts, length)
     checked = st.checked or isinstance(index, ir.Value)
     shrunk = StackedSequence(out, length, st.element, st.dtype, max(st.least - 1, 0), checked)
     ctx.facts.values[node.outputs[0]] = shrunk
