@@ -173,7 +173,10 @@ class StackedSequence:
     (numbers, or the same named dims); the length may be known only at run time, and is then
     at least ``at_least``. ``checked``: the tensor holds a run-time check of a position (an
     edit that fails out of range, as the original does), so its length, even when a number,
-    is read off the tensor and not folded away with the check."""
+    is read off the tensor and not folded away with the check. ``guard``: that check's value
+    (an ``int64 [1]``), when it is one in the tensor's graph: a length that is a number is
+    computed from it (``n + 0 * guard``), since a runtime that knows the tensor's shape folds
+    a ``Shape`` of it, and the check with it (ONNX Runtime does)."""
 
     tensor: ir.Value
     length: Dim  # a number, or a symbolic dim (unnamed when nothing names it)
@@ -181,6 +184,7 @@ class StackedSequence:
     dtype: ir.DataType | None
     at_least: int = 0
     checked: bool = False
+    guard: ir.Value | None = None
 
     def shape(self) -> ir.Shape:
         return ir.Shape([self.length, *self.element])

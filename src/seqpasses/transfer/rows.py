@@ -46,6 +46,15 @@ def length_of(emit: Emitter, st: StackedSequence) -> ir.Value:
     """``n``, an int64 scalar (read off the tensor when it holds a check: see ``checked``)."""
     if isinstance(st.length, int) and not st.checked:
         return emit.constant(np.array(st.length, dtype=np.int64))
+    int64 = ir.TensorType(ir.DataType.INT64)
+    if isinstance(st.length, int) and st.guard is not None:
+        zero = emit.op("Mul", [st.guard, emit.int64s([0])])
+        zero.type, zero.shape = int64, ir.Shape([1])
+        n = emit.op("Add", [emit.int64s([st.length]), zero])
+        n.type, n.shape = int64, ir.Shape([1])
+        found = emit.op("Gather", [n, emit.int64(0)], axis=0)
+        found.type, found.shape = int64, ir.Shape([])
+        return found
     shape = emit.op("Shape", [st.tensor])
     shape.type, shape.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([len(st.element) + 1])
     n = emit.op("Gather", [shape, emit.constant(np.array(0, dtype=np.int64))], axis=0)
@@ -159,6 +168,18 @@ def joined(emit: Emitter, st: StackedSequence, parts: list[ir.Value], length: ob
     out.type = st.tensor.type
     out.shape = ir.Shape([length, *st.element])  # type: ignore[list-item]
     return out
+
+
+def guard_of(emit: Emitter, st: StackedSequence, index: int | ir.Value) -> ir.Value | None:
+    """The guard (see :class:`StackedSequence`) of what an edit at ``index`` makes of ``st``:
+    the new check, the old one, or both."""
+    if not isinstance(index, ir.Value):
+        return st.guard
+    if st.guard is None or st.guard.graph is not index.graph:
+        return index
+    both = emit.op("Add", [st.guard, index])
+    both.type, both.shape = index.type, ir.Shape([1])
+    return both
 
 
 def plus(length: object, k: int) -> int | ir.SymbolicDim:

@@ -85,7 +85,8 @@ def insert(ctx: Context, node: ir.Node, scope: Scope, because: Reason | None = N
     length = rows.plus(st.length, 1)
     out = rows.joined(emit, st, parts, length)
     checked = st.checked or isinstance(index, ir.Value)
-    grown = StackedSequence(out, length, st.element, st.dtype, st.least + 1, checked)
+    guard = rows.guard_of(emit, st, index) if not isinstance(index, ir.SymbolicDim) else st.guard
+    grown = StackedSequence(out, length, st.element, st.dtype, st.least + 1, checked, guard)
     ctx.facts.values[node.outputs[0]] = grown
     where = "at the back" if position is None else f"at {position.name!r}"
     return ctx.edits.computed("stacked-insert", node, f"a row {where} of a [n, *E] tensor")
@@ -147,7 +148,9 @@ def erase(ctx: Context, node: ir.Node, scope: Scope, because: Reason | None = No
             parts = [rows.slice_rows(emit, st, 0, 0)]
         out = rows.joined(emit, st, parts, length)
     checked = st.checked or isinstance(index, ir.Value)
-    shrunk = StackedSequence(out, length, st.element, st.dtype, max(st.least - 1, 0), checked)
+    guard = rows.guard_of(emit, st, index)
+    least = max(st.least - 1, 0)
+    shrunk = StackedSequence(out, length, st.element, st.dtype, least, checked, guard)
     ctx.facts.values[node.outputs[0]] = shrunk
     where = "the last row" if position is None else f"the row at {position.name!r}"
     return ctx.edits.computed("stacked-erase", node, f"{where} of a [n, *E] tensor")

@@ -105,7 +105,7 @@ def map_stacked(
         out.type, out.shape = copy.outputs[1 + k].type, ir.Shape([first.length, *element])
         dtype = out.type.dtype if out.type is not None else None
         ctx.facts.values[old] = StackedSequence(
-            out, first.length, element, dtype, first.least, checked=first.checked
+            out, first.length, element, dtype, first.least, first.checked, first.guard
         )  # (its trip count is read off a checked tensor: so is its length)
     n = len(node.outputs)
     ctx.edits.applied("sequence-map-loop", node, f"a Loop over n with {n} scan output(s)")
