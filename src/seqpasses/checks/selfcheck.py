@@ -19,7 +19,7 @@ import onnx
 from seqpasses.errors import SelfCheckError, first_line
 from seqpasses.report import count_sequence_ops
 
-__all__ = ["SelfCheckError", "passes_checker", "self_check"]
+__all__ = ["SelfCheckError", "passes_checker", "self_check", "without_inner_shapes"]
 
 
 def passes_checker(model: onnx.ModelProto) -> str:
@@ -49,3 +49,43 @@ def self_check(
         raise SelfCheckError(
             f"the optimized model fails the ONNX checker where the input passed: {why}"
         )
+
+
+def _clear_shape(type_proto: onnx.TypeProto) -> None:
+    kind = type_proto.WhichOneof("value")
+    if kind == "tensor_type":
+        type_proto.tensor_type.ClearField("shape")
+    elif kind in ("sequence_type", "optional_type"):
+        _clear_shape(getattr(type_proto, kind).elem_type)
+
+
+def _strip_graph(graph: onnx.GraphProto, top: bool) -> None:
+    del graph.value_info[:]
+    if not top:
+        for value in [*graph.input, *graph.output]:
+            _clear_shape(value.type)
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                _strip_graph(attr.g, False)
+            for inner in attr.graphs:
+                _strip_graph(inner, False)
+
+
+def without_inner_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy of ``model`` with no declared shape but the main graph's inputs and outputs: what
+    a rewrite proved about a value that a node fails on at run time (an axis out of a scalar's
+    range, shapes that cannot broadcast) lets onnx's full check reject a model whose input, with
+    those facts hidden in sequences, it took. Without the declarations it infers what it can."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    _strip_graph(copy.graph, True)
+    for function in copy.functions:
+        del function.value_info[:]
+        for node in function.node:
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    _strip_graph(attr.g, False)
+                for inner in attr.graphs:
+                    _strip_graph(inner, False)
+    return copy

@@ -139,6 +139,9 @@ def _if_static_sequences(ctx: Context, node: ir.Node, scope: Scope) -> bool:
         converted[k] = (pair[0], pair[1])
     if not converted and not stacked and not dropped:
         return False
+    outputs_left = [k for k in range(len(node.outputs)) if k not in dropped]
+    if all(k in converted and not len(converted[k][0]) for k in outputs_left):
+        return False  # (every output an empty list or dropped: an If of no outputs)
     forms: list[BodyForm] = []
     for b, branch in enumerate(branches):
         outputs: list[ir.Value] = []

@@ -26,6 +26,7 @@ from seqpasses.core.graph import (
     is_default,
     is_hold,
 )
+from seqpasses.core.ops import SEQUENCE_OPS
 from seqpasses.core.sequence import Reason, StackedSequence, StaticSequence
 from seqpasses.transfer.common import written_back_unloadable
 from seqpasses.transfer.loops.induction import induction, rejected, stable
@@ -205,6 +206,14 @@ def carry_stacked(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> 
     if not lists or not _uses_ok(node, lists):
         if lists:
             _why(ctx, node, "the final list is read by an op of another domain")
+        ctx.edits.rollback(mark)
+        return False
+    if any(node.outputs[j].is_graph_output() for j in lists) and not any(
+        n.op_type in SEQUENCE_OPS and is_default(n) for n in graph_nodes(body)
+    ):
+        # the body edits no list, and a list out is a graph output: it would only be written
+        # back by a SplitToSequence, one sequence op more
+        _why(ctx, node, "nothing to gain: the body edits no list and the list is a graph output")
         ctx.edits.rollback(mark)
         return False
     over = ctx.budget.spend(*cost_of(body), "carrying the list as one tensor")
