@@ -12,7 +12,7 @@ import pytest
 import seqpasses
 from helpers import sequence_op_count
 
-CASES: dict[str, tuple[str, dict[str, np.ndarray]]] = {
+CASES: dict[str, tuple[str, dict[str, object]]] = {
     "if_zero_outputs": (
         # an If whose branches both give empty lists was left with no outputs
         """
@@ -116,6 +116,44 @@ g (float16[N0] x1, float16[1,2] x2, double[3,2,3] x12) => (int64 k7) {
             "x2": np.zeros((1, 2), np.float16),
             "x12": np.zeros((3, 2, 3)),
         },
+    ),
+    "stacked_output_and_kept_reader": (
+        # a list edited at a run-time position, a graph output and read by an insert that stays: written back twice, one sequence op more (made again with such lists left as sequences)
+        """
+<
+   ir_version: 10,
+   opset_import: ["" : 21]
+>
+g (int64[N0,N1] x1, int64 pos3, int32 pos6) => (seq(int64[]) s4, seq(int64[]) s7, int64[1,2] c5, seq(int64[]) s2) {
+   s2 = SequenceConstruct (x1, x1)
+   s4 = SequenceInsert (s2, x1, pos3)
+   c5 = Constant <value: tensor = int64[1,2] c5_val {0,1}> ()
+   s7 = SequenceInsert (s4, c5, pos6)
+   t8 = Cast <to: int = 11> (c5)
+}
+""",
+        {"x1": np.zeros((2, 3), np.int64), "pos3": np.array(1), "pos6": np.array(0, np.int32)},
+    ),
+    "optional_of_an_output_list": (
+        # OptionalGetElement(Optional(s)), s and the result both graph outputs: an Identity of s, not a second SequenceConstruct
+        """
+<
+   ir_version: 8,
+   opset_import: ["" : 17]
+>
+g (seq(int64[]) sx5) => (seq(float[]) s4, seq(float[]) s2) {
+   c1 = Constant <value: tensor = float[3,3,2] c1_val {4,4,4,-4,-1,0,1,4,3,1,0,2,-3,3,4,4,0,4}> ()
+   s2 = SequenceConstruct (c1)
+   opt3 = Optional (s2)
+   s4 = OptionalGetElement (opt3)
+   t6 = ConcatFromSequence <axis: int = -1, new_axis: int = 1> (sx5)
+   c7 = Constant <value: tensor = int64 c7_val {3}> ()
+   s8 = SequenceInsert (sx5, c7)
+   k9 = Constant <value: tensor = int64 k9_val {3}> ()
+   s10 = SequenceErase (sx5, k9)
+}
+""",
+        {"sx5": [np.zeros(2, np.int64)]},
     ),
 }
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import onnx
@@ -28,9 +28,9 @@ from seqpasses.checks.admission import admit, to_ir, unknown_opset
 from seqpasses.checks.external import check_external_data
 from seqpasses.checks.selfcheck import passes_checker, self_check, without_inner_shapes
 from seqpasses.core.pause import no_cycle_collection
-from seqpasses.errors import BadInputError
+from seqpasses.errors import BadInputError, SelfCheckError
 from seqpasses.io import check_structure, read_proto
-from seqpasses.options import Options
+from seqpasses.options import Group, Options
 from seqpasses.passes import FoldSequencesPass
 from seqpasses.passes.input_shapes import fix_input_shapes
 from seqpasses.passes.repair_shapes import repair_declarations
@@ -238,9 +238,35 @@ def optimize_loaded(
     *,
     self_check_result: bool = True,
 ) -> Result:
-    """Optimize a loaded model in place (see the module docstring); fill ``report``."""
+    """Optimize a loaded model in place (see the module docstring); fill ``report``.
+
+    A result with more sequence ops than the input (lists held as one tensor that every
+    reader still needs as a sequence, written back once per reader) is made again, on a
+    fresh copy, with those lists left as sequences; if that has more too, it is a fault."""
     report = report if report is not None else Report()
     report.warnings.extend(loaded.warnings)
+    try:
+        return _optimize_loaded(loaded, options, report, self_check_result)
+    except SelfCheckError as error:
+        if "more sequence ops" not in str(error) or not options.fold().enabled(Group.STACKED):
+            raise
+    again = Loaded(loaded.proto, loaded.fresh(), loaded.name, loaded.folder)
+    retry = Report(warnings=list(report.warnings))
+    result = _optimize_loaded(
+        again, options.but(skip=(*options.skip, Group.STACKED)), retry, self_check_result
+    )
+    retry.notes.append(
+        "lists of run-time length left as sequences: held as one tensor, they had to be "
+        "written back as sequences for every reader, more sequence ops than the input"
+    )
+    for name in [f.name for f in fields(Report)]:
+        setattr(report, name, getattr(retry, name))
+    return Result(result.proto, result.model, report)
+
+
+def _optimize_loaded(
+    loaded: Loaded, options: Options, report: Report, self_check_result: bool
+) -> Result:
     model = loaded.model
     if model is None:
         return _unchanged(loaded, report)

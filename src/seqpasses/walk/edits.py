@@ -205,7 +205,10 @@ class Edits(KeepMixin, MaterializeMixin, OutcomesMixin):
             # model had: a second SequenceConstruct/SequenceEmpty would only duplicate it
             movable = new.graph is home and not new.is_graph_output() and not new.is_graph_input()
             held = self.facts.stacked(new)
-            if seq is not None:
+            if seq is not None and new.is_graph_output() and scope.opset >= 14:
+                # another graph output already: an Identity of it, not a second list
+                target = self.emitter(scope, None).identity(new)
+            elif seq is not None:
                 canonical = movable and self.is_canonical(new, seq)
                 target = new if canonical else self.materialize(seq, scope, None, old)
             elif held is not None and not (movable and self.is_canonical(new, held)):
