@@ -186,3 +186,17 @@ def test_an_input_whose_result_the_checker_rejects_goes_back_unchanged() -> None
     assert "onnx's full check would reject" in report.unchanged
     assert not report.rewrites and not report.changed
     assert [n.op_type for n in optimized.graph.node] == [n.op_type for n in model.graph.node]
+
+
+@pytest.mark.parametrize("name", ["shape_conflict_exposed", "stacked_output_and_kept_reader"])
+def test_an_onnx_ir_model_holds_the_result_made_again_or_handed_back(name: str) -> None:
+    # optimize_ir works in place: a result made again on a fresh copy (or the input handed
+    # back) must end up in the caller's model, not the first try's changes
+    import onnx_ir as ir
+
+    model = onnx.parser.parse_model(CASES[name][0])
+    held = ir.serde.deserialize_model(model)
+    result = ir.serde.serialize_model(seqpasses.optimize_ir(held))
+    onnx.checker.check_model(result, full_check=True)
+    assert sequence_op_count(result) <= sequence_op_count(model)
+    assert _run(result, CASES[name][1]) == _run(model, CASES[name][1])

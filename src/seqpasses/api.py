@@ -109,6 +109,7 @@ def optimize(
     loaded = load(model, options)
     result = _warned(optimize_loaded(loaded, options, report))
     if isinstance(model, ir.Model):
+        _adopt(model, result)
         if inline_functions and model.functions:  # the inlined form, in place
             model.graph = ir.serde.deserialize_model(result.proto).graph
             model.functions.clear()
@@ -152,5 +153,17 @@ def optimize_ir(
         node_budget=node_budget,
     )
     loaded = load(model, options, admission=False)
-    optimize_loaded(loaded, options, report, self_check_result=self_check)
+    _adopt(model, optimize_loaded(loaded, options, report, self_check_result=self_check))
     return model
+
+
+def _adopt(model: ir.Model, result: Result) -> None:
+    """The caller's onnx_ir model, optimized in place, holds ``result``: it is the model the
+    passes ran on, unless the result was made again on a fresh copy (lists left as sequences)
+    or the input went back unchanged (then what it was, from the protobuf taken at load)."""
+    if result.model is model:
+        return
+    source = result.model if result.model is not None else ir.serde.deserialize_model(result.proto)
+    model.graph = source.graph
+    model.functions.clear()
+    model.functions.update(source.functions)
