@@ -375,3 +375,44 @@ def test_a_length_after_a_run_time_edit_keeps_its_check_through_ort_optimization
     assert (expected == "fails") == (got == "fails")
     if expected != "fails":
         assert [int(v) for v in expected] == [int(v) for v in got]  # type: ignore[call-overload, union-attr]
+
+
+# A check read only through a Shape: ONNX Runtime folds the Shape (it knows the shape) and
+# dropped the check with it. An unread Cast of the check keeps it run.
+SHAPE_OF_CHECKS = """
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[3] x, int64 p, float[3,1] a, float[3,N] b) => (int64[1] n, int64[2] m) {
+  s = SplitToSequence<axis = 0, keepdims = 0>(x)
+  e = SequenceAt(s, p)
+  zero = Constant<value = int64[1] {0}>()
+  e1 = Unsqueeze(e, zero)
+  n = Shape(e1)
+  t = SequenceConstruct(a, a, b)
+  c = ConcatFromSequence<axis = 0>(t)
+  m = Shape(c)
+}
+"""
+
+
+@pytest.mark.parametrize(("p", "width"), [(1, 1), (-5, 1), (3, 1), (0, 2), (-3, 1)])
+def test_a_check_read_only_through_a_shape_still_fails_under_ort(p: int, width: int) -> None:
+    model = onnx.parser.parse_model(SHAPE_OF_CHECKS)
+    optimized = seqpasses.optimize(model)
+    assert sequence_op_count(optimized) == 0
+    feeds = {
+        "x": np.zeros(3, np.float32),
+        "p": np.array(p),
+        "a": np.zeros((3, 1), np.float32),
+        "b": np.zeros((3, width), np.float32),
+    }
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+
+    def run(m: onnx.ModelProto) -> list[list[int]] | str:
+        try:
+            session = ort.InferenceSession(m.SerializeToString(), options)
+            return [np.asarray(v).tolist() for v in session.run(None, feeds)]
+        except Exception:
+            return "fails"
+
+    assert run(optimized) == run(model)

@@ -8,6 +8,7 @@ import onnx_ir as ir
 
 from seqpasses.core.graph import unique_value_names
 from seqpasses.options import FoldOptions, Group
+from seqpasses.passes.anchor_checks import anchor_checks
 from seqpasses.passes.dead_code import RemoveDeadNodesPass, dead_nodes
 from seqpasses.passes.initializers import constants_to_initializers
 from seqpasses.passes.inline_functions import fold_with_functions_inlined, sequence_functions
@@ -80,6 +81,7 @@ class FoldSequencesPass(ir.passes.InPlacePass):
         walk.walker.edits.drop_unused()
         created = walk.walker.edits.created
         narrow_splits(created, main_opset(model))
+        anchor_checks(edits.check_nodes)
         if created:
             # onnx_ir names new values per graph ("val_0"), which can repeat a name of an
             # enclosing graph; ONNX wants names unique across nested scopes.
