@@ -65,6 +65,7 @@ REGRESSIONS = [
     (2030, 4423),  # an If's elements of unlike shapes lost their rank: a Concat that cannot load
     (2034, 1782),  # a zero-trip scan output inside a function: the documented zero-trip case
     (2041, 544),  # elements [1], [2], one unknown: a Concat the checker rejects
+    (2044, 1359),  # a dead call of a local function that always fails was removed
 ]
 
 

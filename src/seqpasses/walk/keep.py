@@ -11,7 +11,7 @@ from collections.abc import Callable
 import onnx_ir as ir
 
 from seqpasses.core.constants import constant_array
-from seqpasses.core.graph import GRAPH_HOLDERS, graphs, is_default, subgraphs
+from seqpasses.core.graph import GRAPH_HOLDERS, graph_nodes, graphs, is_default, subgraphs
 from seqpasses.core.ops import SEQUENCE_OPS
 from seqpasses.core.sequence import FAILING_KINDS
 from seqpasses.walk.facts import Facts
@@ -65,9 +65,10 @@ class KeepMixin:
         none inside a graph whose holder's work the walk took over (a SequenceMap inlined)."""
         holders: dict[int, ir.Node] = {}
         candidates: set[ir.Node] = set()
+        failing = self._failing_functions(model)
         for _, graph in graphs(model):
             for node in graph:
-                if self.holds_failure(node):
+                if self.holds_failure(node) or node.op_identifier() in failing:
                     candidates.add(node)
                 for _, inner in subgraphs(node):
                     holders[id(inner)] = node
@@ -90,6 +91,27 @@ class KeepMixin:
             for n in candidates
             if self._in_effect(n, holders, tops) and not self._leftover(n, memo)
         }
+
+    def _failing_functions(self, model: ir.Model) -> set[ir.OperatorIdentifier]:
+        """The model-local functions whose body (or a function it calls) holds a node that
+        must stay (:meth:`holds_failure`): a call of one stays too, whatever reads it."""
+        failing: set[ir.OperatorIdentifier] = set()
+        calls: dict[ir.OperatorIdentifier, set[ir.OperatorIdentifier]] = {}
+        for fid, function in model.functions.items():
+            calls[fid] = set()
+            for node in graph_nodes(function):
+                if self.holds_failure(node):
+                    failing.add(fid)
+                elif node.op_identifier() in model.functions:
+                    calls[fid].add(node.op_identifier())
+        grew = True
+        while grew:
+            grew = False
+            for fid, callees in calls.items():
+                if fid not in failing and callees & failing:
+                    failing.add(fid)
+                    grew = True
+        return failing
 
     def _in_effect(self, node: ir.Node, holders: dict[int, ir.Node], tops: set[int]) -> bool:
         """Whether ``node`` sits in the model, under holders whose work is still theirs."""
