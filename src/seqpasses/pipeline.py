@@ -293,13 +293,14 @@ def _optimize_loaded(
         report.timings["serialize"] = time.perf_counter() - start
         if self_check_result and (report.changed or shapes or options.inline_functions):
             start = time.perf_counter()
-            if passes_checker(result) and repair_declarations(model, report.notes.append):
+            why = passes_checker(result)  # (onnx's full check: once, unless the result changes)
+            if why and repair_declarations(model, report.notes.append):
                 # declared shapes the rewritten graph contradicts (an exporter's guess the
                 # original's sequence ops kept ONNX from checking): replaced, then checked
                 result = ir.serde.serialize_model(model)
                 if options.inline_functions:
                     result = _inline_functions(result, Report())
-            why = passes_checker(result)
+                why = passes_checker(result)
             if why:
                 bare = without_inner_shapes(result)
                 still = passes_checker(bare)
@@ -308,7 +309,7 @@ def _optimize_loaded(
                         f"declared shapes of intermediate values dropped: with them onnx's check "
                         f"rejects a node that fails at run time ({why})"
                     )
-                    result = bare
+                    result, why = bare, ""
                 elif "ShapeInferenceError" in still and not passes_checker(loaded.proto):
                     # what the rewrites proved shows onnx's inference a node that fails at run
                     # time (shapes that can never broadcast, an axis a scalar lacks), which the
@@ -317,6 +318,11 @@ def _optimize_loaded(
                     report.left.clear()
                     text = f"onnx's full check would reject the optimized model ({still})"
                     return _unchanged(loaded, report, text)
-            self_check(result, report.sequence_ops_before, lambda: not passes_checker(loaded.proto))
+            self_check(
+                result,
+                report.sequence_ops_before,
+                lambda: not passes_checker(loaded.proto),
+                why=why,
+            )
             report.timings["self_check"] = time.perf_counter() - start
     return Result(result, model, report)

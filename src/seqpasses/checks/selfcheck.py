@@ -35,16 +35,19 @@ def self_check(
     after: onnx.ModelProto,
     sequence_ops_before: int,
     input_passes: Callable[[], bool],
+    why: str | None = None,
 ) -> None:
     """Raise :class:`SelfCheckError` when ``after`` is invalid where the input was valid, or
-    holds more sequence ops than the input's ``sequence_ops_before``."""
+    holds more sequence ops than the input's ``sequence_ops_before`` (``why``: what
+    :func:`passes_checker` said of ``after``, when the caller asked it already)."""
     sequence_ops_after = count_sequence_ops(after)
     if sequence_ops_after > sequence_ops_before:
         raise SelfCheckError(
             f"the optimized model has more sequence ops than the input "
             f"({sequence_ops_before} -> {sequence_ops_after})"
         )
-    why = passes_checker(after)
+    if why is None:
+        why = passes_checker(after)
     if why and input_passes():
         raise SelfCheckError(
             f"the optimized model fails the ONNX checker where the input passed: {why}"
@@ -59,17 +62,18 @@ def _clear_shape(type_proto: onnx.TypeProto) -> None:
         _clear_shape(getattr(type_proto, kind).elem_type)
 
 
-def _strip_graph(graph: onnx.GraphProto, top: bool) -> None:
-    del graph.value_info[:]
-    if not top:
-        for value in [*graph.input, *graph.output]:
+def _strip(holder: onnx.GraphProto | onnx.FunctionProto, inner: bool) -> None:
+    """No declared shapes in ``holder`` and its subgraphs (an ``inner`` graph's inputs and
+    outputs too)."""
+    del holder.value_info[:]
+    if inner:
+        assert isinstance(holder, onnx.GraphProto)
+        for value in [*holder.input, *holder.output]:
             _clear_shape(value.type)
-    for node in graph.node:
+    for node in holder.node:
         for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.GRAPH:
-                _strip_graph(attr.g, False)
-            for inner in attr.graphs:
-                _strip_graph(inner, False)
+            for graph in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs:
+                _strip(graph, True)
 
 
 def without_inner_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -79,13 +83,6 @@ def without_inner_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
     those facts hidden in sequences, it took. Without the declarations it infers what it can."""
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
-    _strip_graph(copy.graph, True)
-    for function in copy.functions:
-        del function.value_info[:]
-        for node in function.node:
-            for attr in node.attribute:
-                if attr.type == onnx.AttributeProto.GRAPH:
-                    _strip_graph(attr.g, False)
-                for inner in attr.graphs:
-                    _strip_graph(inner, False)
+    for holder in [copy.graph, *copy.functions]:
+        _strip(holder, False)
     return copy

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import onnx_ir as ir
 
@@ -24,6 +24,7 @@ __all__ = [
     "detach",
     "drop_nodes_of",
     "drop_subgraphs",
+    "functions_holding",
     "graph_nodes",
     "graph_paths",
     "graphs",
@@ -290,3 +291,27 @@ def drop_nodes_of(graph: ir.Graph) -> None:
     for inner in nodes:
         drop_subgraphs(inner)
     detach(nodes)
+
+
+def functions_holding(
+    model: ir.Model, holds: Callable[[ir.Node], bool]
+) -> set[ir.OperatorIdentifier]:
+    """The model-local functions whose body holds a node ``holds`` accepts (at any depth), or
+    calls a function that does."""
+    found: set[ir.OperatorIdentifier] = set()
+    calls: dict[ir.OperatorIdentifier, set[ir.OperatorIdentifier]] = {}
+    for fid, function in model.functions.items():
+        calls[fid] = set()
+        for node in graph_nodes(function):
+            if holds(node):
+                found.add(fid)
+            elif node.op_identifier() in model.functions:
+                calls[fid].add(node.op_identifier())
+    grew = True
+    while grew:
+        grew = False
+        for fid, callees in calls.items():
+            if fid not in found and callees & found:
+                found.add(fid)
+                grew = True
+    return found

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
 
-from seqpasses.core.graph import graph_nodes, is_default
+from seqpasses.core.graph import functions_holding, is_default
 from seqpasses.core.ops import SEQUENCE_OPS
 from seqpasses.report import Report, Rewrite, count_sequence_ops
 
@@ -23,23 +23,7 @@ __all__ = ["fold_with_functions_inlined", "sequence_functions"]
 
 def sequence_functions(model: ir.Model) -> set[ir.OperatorIdentifier]:
     """The model-local functions whose bodies hold a sequence op, or call one that does."""
-    calls: dict[ir.OperatorIdentifier, set[ir.OperatorIdentifier]] = {}
-    found: set[ir.OperatorIdentifier] = set()
-    for fid, function in model.functions.items():
-        calls[fid] = set()
-        for node in graph_nodes(function):
-            if node.op_type in SEQUENCE_OPS and is_default(node):
-                found.add(fid)
-            elif node.op_identifier() in model.functions:
-                calls[fid].add(node.op_identifier())
-    grew = True
-    while grew:
-        grew = False
-        for fid, callees in calls.items():
-            if fid not in found and callees & found:
-                found.add(fid)
-                grew = True
-    return found
+    return functions_holding(model, lambda node: node.op_type in SEQUENCE_OPS and is_default(node))
 
 
 def _adopt(model: ir.Model, other: ir.Model) -> None:

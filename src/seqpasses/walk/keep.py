@@ -11,7 +11,7 @@ from collections.abc import Callable
 import onnx_ir as ir
 
 from seqpasses.core.constants import constant_array
-from seqpasses.core.graph import GRAPH_HOLDERS, graph_nodes, graphs, is_default, subgraphs
+from seqpasses.core.graph import GRAPH_HOLDERS, functions_holding, graphs, is_default, subgraphs
 from seqpasses.core.ops import SEQUENCE_OPS
 from seqpasses.core.sequence import FAILING_KINDS
 from seqpasses.walk.facts import Facts
@@ -95,23 +95,7 @@ class KeepMixin:
     def _failing_functions(self, model: ir.Model) -> set[ir.OperatorIdentifier]:
         """The model-local functions whose body (or a function it calls) holds a node that
         must stay (:meth:`holds_failure`): a call of one stays too, whatever reads it."""
-        failing: set[ir.OperatorIdentifier] = set()
-        calls: dict[ir.OperatorIdentifier, set[ir.OperatorIdentifier]] = {}
-        for fid, function in model.functions.items():
-            calls[fid] = set()
-            for node in graph_nodes(function):
-                if self.holds_failure(node):
-                    failing.add(fid)
-                elif node.op_identifier() in model.functions:
-                    calls[fid].add(node.op_identifier())
-        grew = True
-        while grew:
-            grew = False
-            for fid, callees in calls.items():
-                if fid not in failing and callees & failing:
-                    failing.add(fid)
-                    grew = True
-        return failing
+        return functions_holding(model, self.holds_failure)
 
     def _in_effect(self, node: ir.Node, holders: dict[int, ir.Node], tops: set[int]) -> bool:
         """Whether ``node`` sits in the model, under holders whose work is still theirs."""

@@ -113,15 +113,18 @@ def _loop_shapes(ctx: Context, node: ir.Node, scope: Scope) -> bool:
         final = node.outputs[j]  # (a list: the shape is its elements', where they agree)
         if final.shape is None and not found.initial.elements:
             final.type = final.type or ir.SequenceType(ir.TensorType(found.dtype))
-            final.shape = ir.Shape(
-                [d if stable(ctx, ir.Shape([d])) else ir.SymbolicDim(None) for d in found.element]
-            )
+            final.shape = _stable_dims(ctx, found.element)
         for use in node.outputs[j].uses():
             out = use.node.outputs[0]
             if use.node.op_type == "ConcatFromSequence" and not contradicts(out.shape, shape):
                 out.type = out.type or ir.TensorType(found.dtype)
                 out.shape = fill_shape(out.shape, shape, numbers_win=True)
     return False
+
+
+def _stable_dims(ctx: Context, shape: ir.Shape) -> ir.Shape:
+    """``shape`` with the dims that may change from one iteration to the next unknown."""
+    return ir.Shape([d if stable(ctx, ir.Shape([d])) else ir.SymbolicDim(None) for d in shape])
 
 
 def _appended_element(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph, j: int) -> None:
@@ -136,7 +139,7 @@ def _appended_element(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph,
     element_type, shape = appended(ctx, scope, node, body, found.tensor)
     if shape is None:
         return
-    shape = ir.Shape([d if stable(ctx, ir.Shape([d])) else ir.SymbolicDim(None) for d in shape])
+    shape = _stable_dims(ctx, shape)
     merged = merge_shapes([shape, *(scope.shapes.shape(e) for e in initial.elements)])
     dtype = element_type.dtype if isinstance(element_type, ir.TensorType) else None
     if merged is None or dtype is None or any(e.type != element_type for e in initial.elements):
