@@ -1,11 +1,21 @@
-"""Reading and writing model files with one-line errors and no half-written files."""
+"""Reading and writing model files with one-line errors and no half-written files.
+
+Where a file goes is decided by what the path names (:func:`destination`): a regular file or
+nothing is written atomically (a temporary file beside it, then a rename); a symlink is
+followed (its target gets the file, atomically, and the link stays a link); a pipe or a
+character device (``/dev/null``, ``/dev/stdout``, a FIFO) gets the bytes written into it, as
+``cp`` and ``cat >`` do; anything else (a folder, a block device, a socket) is refused with one
+line. An entry that is not ours to replace is never replaced.
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import onnx
@@ -16,20 +26,50 @@ from seqpasses.checks.external import external_tensors
 from seqpasses.core.graph import DEFAULT_DOMAINS
 from seqpasses.errors import BadInputError, first_line
 
-__all__ = ["external_data_files", "read_proto", "save_ir", "save_proto", "write_text"]
+__all__ = [
+    "Destination",
+    "destination",
+    "external_data_files",
+    "is_stream",
+    "read_proto",
+    "save_ir",
+    "save_proto",
+    "write_text",
+]
+
+
+def is_stream(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` names a pipe or a character device (``/dev/stdin``, a FIFO): read
+    once, it has no folder for external data."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)
 
 
 def read_proto(path: str | os.PathLike[str]) -> onnx.ModelProto:
-    """Read a model file (its external data stays on disk), or say in one line why not."""
+    """Read a model file (its external data stays on disk), or a pipe's bytes, or say in one
+    line why not."""
     file = Path(path)
     if not file.exists():
         raise BadInputError(f"{file}: no such file")
     if file.is_dir():
         raise BadInputError(f"{file}: is a directory, not a model file")
-    if file.stat().st_size == 0:
+    stream = is_stream(file)
+    if not stream and not file.is_file():
+        raise BadInputError(f"{file}: not a regular file, a pipe or a character device")
+    if not stream and file.stat().st_size == 0:
         raise BadInputError(f"{file}: the file is empty")
     try:
-        proto = onnx.load(os.fspath(file), load_external_data=False)
+        if stream:
+            with open(file, "rb") as handle:
+                data = handle.read()
+            if not data:
+                raise BadInputError(f"{file}: nothing came through the pipe (no model)")
+            proto = onnx.load_model_from_string(data)
+        else:
+            proto = onnx.load(os.fspath(file), load_external_data=False)
     except (DecodeError, ValueError, RuntimeError, OSError) as error:
         raise BadInputError(f"{file}: not an ONNX model ({first_line(error)})") from None
     check_structure(proto, str(file))
@@ -57,6 +97,51 @@ def external_data_files(proto: onnx.ModelProto, folder: Path) -> set[Path]:
     return files
 
 
+@dataclass(frozen=True)
+class Destination:
+    """Where a written file's bytes go: ``path`` (symlinks followed), replaced atomically,
+    or, for a pipe or a character device (``stream``), written into."""
+
+    given: Path
+    path: Path
+    stream: bool = False
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
+
+
+def destination(path: str | os.PathLike[str]) -> Destination:
+    """What writing to ``path`` means (see the module docstring); one line when it is refused."""
+    given = Path(path)
+    real = Path(os.path.realpath(given))
+    try:
+        mode = os.stat(given).st_mode  # (symlinks followed)
+    except FileNotFoundError:
+        return Destination(given, real)
+    except OSError as error:
+        raise BadInputError(f"{given}: cannot write ({error.strerror or error})") from None
+    if stat.S_ISREG(mode):
+        return Destination(given, real)
+    if stat.S_ISDIR(mode):
+        raise BadInputError(f"{given}: is a folder, not a file")
+    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
+        # opened by the name given: /dev/stdout resolves to a pipe's pseudo-name
+        return Destination(given, given, stream=True)
+    kind = "a block device" if stat.S_ISBLK(mode) else "not a regular file"
+    raise BadInputError(f"{given}: is {kind}; refusing to write into it or replace it")
+
+
+def _stream_into(source: Path, target: Destination) -> None:
+    """Copy the file ``source`` into the pipe or device ``target`` (not truncated, not
+    replaced: as ``cat source > target``)."""
+    try:
+        with open(source, "rb") as reader, open(target.path, "wb") as writer:
+            shutil.copyfileobj(reader, writer, 1 << 20)
+    except OSError as error:
+        raise BadInputError(f"{target.given}: cannot write ({error.strerror or error})") from None
+
+
 def _file_mode() -> int:
     """What a new file's mode would be under the current umask (temporary files are 0600)."""
     mask = os.umask(0)
@@ -73,43 +158,47 @@ def _replace(source: Path, target: Path) -> None:
 
 
 def write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (a temporary file beside it, then a rename)."""
-    try:
-        descriptor, temporary = tempfile.mkstemp(
-            prefix=f".{path.name}.", suffix=".tmp", dir=path.parent
-        )
-    except OSError as error:
-        raise BadInputError(f"{path}: cannot write ({error.strerror or error})") from None
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        _replace(Path(temporary), path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    """Write ``text`` to ``path`` (see :func:`destination`): atomically for a file."""
+
+    def write(staged: Path) -> None:
+        staged.write_text(text, encoding="utf-8")
+
+    _staged(path, write)
 
 
 def _staged(path: str | os.PathLike[str], write: Callable[[Path], None]) -> None:
-    """Run ``write(staged_file)`` in a temporary folder beside ``path``, then move what it
-    wrote into place: a failure leaves no half-written file."""
-    target = Path(path)
-    if not target.parent.is_dir():
-        raise BadInputError(f"{target.parent}: output folder does not exist")
-    if target.is_dir():
-        raise BadInputError(f"{target}: is a directory")
+    """Run ``write(staged_file)`` in a temporary folder, then move what it wrote into place
+    (see :func:`destination`): a failure leaves no half-written file. A stream (a pipe, a
+    device) gets the one file written into it; files beside it (external data) need a real
+    folder."""
+    target = destination(path)
+    if not target.stream and not target.folder.is_dir():
+        raise BadInputError(f"{target.folder}: output folder does not exist")
     try:
-        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        staging = Path(
+            tempfile.mkdtemp(
+                prefix=f".{target.path.name}.", dir=None if target.stream else target.folder
+            )
+        )
     except OSError as error:
-        raise BadInputError(f"{target}: cannot write ({error.strerror or error})") from None
+        raise BadInputError(f"{target.given}: cannot write ({error.strerror or error})") from None
     try:
-        staged = staging / target.name
+        staged = staging / target.path.name
         write(staged)
+        if target.stream:
+            if any(made != staged for made in staging.iterdir()):
+                raise BadInputError(
+                    f"{target.given}: a pipe or a device cannot hold a model's external data "
+                    "beside it; write to a file"
+                )
+            _stream_into(staged, target)
+            return
         for made in staging.iterdir():
             if made != staged:
-                _replace(made, target.parent / made.name)
-        _replace(staged, target)
+                _replace(made, destination(target.folder / made.name).path)
+        _replace(staged, target.path)
     except OSError as error:
-        raise BadInputError(f"{target}: cannot write ({error.strerror or error})") from None
+        raise BadInputError(f"{target.given}: cannot write ({error.strerror or error})") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 

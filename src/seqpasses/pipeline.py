@@ -29,7 +29,7 @@ from seqpasses.checks.external import check_external_data
 from seqpasses.checks.selfcheck import passes_checker, self_check, without_inner_shapes
 from seqpasses.core.pause import no_cycle_collection
 from seqpasses.errors import BadInputError, SelfCheckError
-from seqpasses.io import check_structure, read_proto
+from seqpasses.io import check_structure, is_stream, read_proto
 from seqpasses.options import Group, Options
 from seqpasses.passes import FoldSequencesPass
 from seqpasses.passes.input_shapes import fix_input_shapes
@@ -151,7 +151,10 @@ def load(
         path = Path(os.fspath(source))
         name = name or str(path)
         proto = read_proto(path)
-        folder = path.parent
+        if is_stream(path):  # (read once: no folder, no second read by the checker)
+            path = None
+        else:
+            folder = path.parent
         check_external_data(proto, folder, name)
     warnings = admit(proto, name, strict=options.strict_input, path=path) if admission else []
     why = unknown_opset(proto)

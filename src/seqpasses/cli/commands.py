@@ -7,6 +7,7 @@ Each command imports the heavy modules (onnx, the pipeline) it needs when it run
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,15 @@ def _usage(args: argparse.Namespace) -> None:
         )
 
 
+def _is_stdout(path: Path) -> bool:
+    """Whether ``path`` is this process's standard output (``-o /dev/stdout``): what would be
+    printed there goes to standard error, so the model's bytes stay whole."""
+    try:
+        return os.path.samestat(os.stat(path), os.fstat(sys.stdout.fileno()))
+    except (OSError, ValueError):
+        return False
+
+
 def _optimize(args: argparse.Namespace) -> int:
     options = options_of(args)
     _usage(args)
@@ -129,20 +139,21 @@ def _optimize(args: argparse.Namespace) -> int:
         write(False)
         return 1
     write(True)
+    shown = sys.stderr if _is_stdout(args.output) else sys.stdout
     if not args.quiet:
-        print(report.table())
+        print(report.table(), file=shown)
         if args.verbose:
             for rewrite in report.rewrites:
-                print(f"  rewrite {rewrite.rule}: {rewrite.named()} {rewrite.detail}")
+                print(f"  rewrite {rewrite.rule}: {rewrite.named()} {rewrite.detail}", file=shown)
         for left in report.left:
-            print(f"  left {left.named()} ({left.graph or 'main'}): {left.detail}")
+            print(f"  left {left.named()} ({left.graph or 'main'}): {left.detail}", file=shown)
         for note in outcome.all_notes:
-            print(f"  note: {note}")
+            print(f"  note: {note}", file=shown)
         if verdict is not None:
-            print(verdict)
+            print(verdict, file=shown)
             for note in [*verdict.notes, *(verdict.details if args.verbose else ())]:
-                print(f"  check: {note}")
-        print(f"wrote {args.output}")
+                print(f"  check: {note}", file=shown)
+        print(f"wrote {args.output}", file=shown)
     elif verdict is not None and not verdict.verified:
         print(verdict, file=sys.stderr)
     return EXIT_NOT_VERIFIED if verdict is not None and not verdict.verified else 0

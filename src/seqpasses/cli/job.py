@@ -6,8 +6,9 @@ Both the single-model CLI and the folder mode (:mod:`seqpasses.cli.batch`) run
 will write: the output, its external data file and the JSON report. None may be the input,
 the input's external data, another path of the same job, or an existing file that is not
 ours (a model, the external data of another model); a folder must exist and be writable. A
-refusal is a :class:`~seqpasses.errors.BadInputError` (one line, exit 2), with nothing
-written.
+symlink is followed and a pipe or a character device is written into, never replaced
+(:func:`seqpasses.io.destination`); a model with external data needs a real file. A refusal
+is a :class:`~seqpasses.errors.BadInputError` (one line, exit 2), with nothing written.
 """
 
 from __future__ import annotations
@@ -22,7 +23,14 @@ from typing import Any
 import onnx
 
 from seqpasses.errors import BadInputError
-from seqpasses.io import external_data_files, save_ir, save_proto, write_text
+from seqpasses.io import (
+    Destination,
+    destination,
+    external_data_files,
+    save_ir,
+    save_proto,
+    write_text,
+)
 from seqpasses.options import Options
 from seqpasses.passes.input_shapes import with_input_shapes
 from seqpasses.pipeline import load, optimize_loaded
@@ -85,16 +93,24 @@ def _same(a: Path, b: Path) -> bool:
     return a.resolve() == b.resolve()
 
 
-def _writable_folder(path: Path, what: str) -> None:
+def _writable(path: Path, what: str) -> Destination:
+    """Where writing ``path`` goes (:func:`~seqpasses.io.destination`), when it can be
+    written: a stream must be writable, a file's folder must exist and be writable."""
     folder = path.parent
     if not folder.exists():
         raise BadInputError(f"{folder}: {what} folder does not exist")
     if not folder.is_dir():
         raise BadInputError(f"{folder}: {what} folder is a file, not a folder")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise BadInputError(f"{folder}: {what} folder is not writable")
-    if path.is_dir():
-        raise BadInputError(f"{path}: is a folder, not a file")
+    target = destination(path)
+    if target.stream:
+        if not os.access(target.path, os.W_OK):
+            raise BadInputError(f"{path}: is not writable")
+        return target
+    if not target.folder.is_dir():
+        raise BadInputError(f"{target.folder}: {what} folder does not exist")
+    if not os.access(target.folder, os.W_OK | os.X_OK):
+        raise BadInputError(f"{target.folder}: {what} folder is not writable")
+    return target
 
 
 def _is_json(path: Path) -> bool:
@@ -110,7 +126,7 @@ def plan_writes(
 ) -> Path | None:
     """Check every path a job will write (see the module docstring); the external data file's
     path when there is one. ``input_data``: the input's own external data files."""
-    _writable_folder(target, "output")
+    written = _writable(target, "output")
     if _same(source, target):
         raise BadInputError(f"{target}: refusing to overwrite the input")
     if any(_same(target, data) for data in input_data):
@@ -119,8 +135,18 @@ def plan_writes(
     if external is not None:
         if not external or Path(external).name != external:
             raise BadInputError(f"{external!r}: --external-data takes a file name, not a path")
+        if written.stream:
+            raise BadInputError(
+                f"{target}: is a pipe or a device; a model with external data ({external}) "
+                "needs a file: give a file path"
+            )
+        if written.folder.resolve() != target.parent.resolve():
+            raise BadInputError(
+                f"{target}: is a symlink into another folder; the external data ({external}) "
+                "would not lie beside the link: give the link's target"
+            )
         data_path = target.parent / external
-        ours = _data_of(target) if target.exists() else set()
+        ours = _data_of(target) if target.is_file() else set()
         if _same(data_path, source) or _same(data_path, target):
             raise BadInputError(f"{data_path}: the external data would overwrite a model")
         if any(_same(data_path, data) for data in input_data):
@@ -143,9 +169,10 @@ def plan_writes(
 
 
 def check_report_path(report: Path) -> None:
-    """The report's folder must be writable, and an existing file there a JSON one (ours)."""
-    _writable_folder(report, "report")
-    if report.exists() and not _is_json(report):
+    """The report's folder must be writable, and an existing file there a JSON one (ours);
+    a pipe or a device (``/dev/stdout``) is written into."""
+    written = _writable(report, "report")
+    if not written.stream and written.path.exists() and not _is_json(written.path):
         raise BadInputError(f"{report}: exists and is not a JSON report; refusing to overwrite it")
 
 
