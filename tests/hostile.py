@@ -343,6 +343,40 @@ def wide_construct(root: Path, count: int = 100_000) -> Path:
     return _save(model, root)
 
 
+def split_outputs_million(root: Path, count: int = 10**6) -> Path:
+    """One Split of ``count`` outputs (17 MB), gathered by a SequenceConstruct and
+    concatenated again."""
+    pieces = [f"p{k}" for k in range(count)]
+    model = h.make_model(
+        h.make_graph(
+            [
+                h.make_node("Split", ["x"], pieces, axis=0, num_outputs=count),
+                h.make_node("SequenceConstruct", pieces, ["s"]),
+                h.make_node("ConcatFromSequence", ["s"], ["y"], axis=0),
+            ],
+            "g",
+            [h.make_tensor_value_info("x", T.FLOAT, [count])],
+            [h.make_tensor_value_info("y", T.FLOAT, [count])],
+        ),
+        opset_imports=[h.make_opsetid("", 18)],
+    )
+    return _save(model, root)
+
+
+def declared_huge_input(root: Path) -> Path:
+    """An input declared float[100000, 100000] (40 GB if drawn as declared)."""
+    model = _model(
+        [
+            h.make_node("SequenceConstruct", ["x", "x"], ["s"]),
+            h.make_node("SequenceErase", ["s"], ["t"]),
+            h.make_node("ConcatFromSequence", ["t"], ["y"], axis=0),
+        ],
+        [h.make_tensor_value_info("x", T.FLOAT, [100_000, 100_000])],
+        [h.make_tensor_value_info("y", T.FLOAT, [100_000, 100_000])],
+    )
+    return _save(model, root)
+
+
 def huge_dims(root: Path) -> Path:
     """Elements whose dims are 2^62: the concatenation's dim overflows int64."""
     big = 2**62
@@ -456,9 +490,11 @@ print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 """
 
 
-def measure(name: str, timeout: float, python: str = sys.executable) -> tuple[str, float, float]:
-    """Run ``seqpasses optimize`` on case ``name`` from the case's parent folder: (exit code
-    or 'timeout', seconds, peak MiB of the child)."""
+def measure(
+    name: str, timeout: float, python: str = sys.executable, extra: tuple[str, ...] = ()
+) -> tuple[str, float, float]:
+    """Run ``seqpasses optimize`` (with the ``extra`` arguments) on case ``name`` from the
+    case's parent folder: (exit code or 'timeout', seconds, peak MiB of the child)."""
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         (root / "case").mkdir()
@@ -466,6 +502,7 @@ def measure(name: str, timeout: float, python: str = sys.executable) -> tuple[st
         out = root / "out"
         out.mkdir()
         command = [python, "-m", "seqpasses", "optimize", str(model), "-o", str(out / "o.onnx")]
+        command += list(extra)
         start = time.perf_counter()
         process = subprocess.run(
             [python, "-c", _WRAPPER, str(timeout), *command],

@@ -31,6 +31,7 @@ BLOW_UPS = [
     "wide_construct",
     "huge_dims",
     "large_dim_split",
+    "split_outputs_million",
 ]
 
 
@@ -85,6 +86,39 @@ def test_nested_loops_share_one_node_budget(tmp_path: Path) -> None:
     # a budget that fits unrolls them all: the list is gone
     small = hostile.nested_loops(tmp_path / "small", depth=2, trips=3)
     assert sequence_op_count(seqpasses.optimize(small)) == 0
+
+
+def test_a_node_wider_than_max_split_leaves_the_model_as_it_was(tmp_path: Path) -> None:
+    # the bound holds before anything proportional to the node's outputs is built: no
+    # checker, no onnx_ir model, no shape inference, no self-check, no verification
+    code, _, peak = hostile.measure("split_outputs_million", 120, extra=("--check",))
+    assert code == "0" and peak < 1024, (code, peak)
+    path = hostile.split_outputs_million(tmp_path, count=5000)
+    report = seqpasses.Report()
+    optimized = seqpasses.optimize(path, report=report)
+    assert optimized == onnx.load(path)
+    assert "more than --max-split 4096" in report.unchanged
+    assert [(left.op_type, left.kind) for left in report.left] == [
+        ("SequenceConstruct", "limit"),
+        ("ConcatFromSequence", "limit"),
+    ]
+    assert sequence_op_count(seqpasses.optimize(path, max_split=5000)) == 0
+
+
+def test_declared_input_shapes_are_claims_not_facts(tmp_path: Path) -> None:
+    # a negative dim is free; a declared shape too large to draw is not drawn: --check says
+    # why it compared nothing (exit 4), never an internal error
+    negative = run_cli(
+        "optimize", hostile.negative_dim(tmp_path), "-o", tmp_path / "n.onnx", "--check"
+    )
+    assert negative.returncode == 0, negative.stderr
+    assert "verified on onnx.reference (3 run(s)), onnxruntime (3 run(s))" in negative.stdout
+    huge = run_cli(
+        "optimize", hostile.declared_huge_input(tmp_path), "-o", tmp_path / "h.onnx", "--check"
+    )
+    assert huge.returncode == 4, huge.stderr
+    assert "ask for more than 1 GiB per input set" in huge.stdout
+    assert (tmp_path / "h.onnx").exists()
 
 
 def test_dims_past_int64_are_facts_not_arrays(tmp_path: Path) -> None:

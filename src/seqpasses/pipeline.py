@@ -27,14 +27,17 @@ import onnx_ir as ir
 from seqpasses.checks.admission import admit, to_ir, unknown_opset
 from seqpasses.checks.external import check_external_data
 from seqpasses.checks.selfcheck import passes_checker, self_check, without_inner_shapes
+from seqpasses.core.graph import DEFAULT_DOMAINS
+from seqpasses.core.ops import LEFT_OPS
 from seqpasses.core.pause import no_cycle_collection
+from seqpasses.core.proto import all_proto_nodes
 from seqpasses.errors import BadInputError, SelfCheckError
 from seqpasses.io import check_structure, is_stream, read_proto
 from seqpasses.options import Group, Options
 from seqpasses.passes import FoldSequencesPass
 from seqpasses.passes.input_shapes import fix_input_shapes
 from seqpasses.passes.repair_shapes import repair_declarations
-from seqpasses.report import Report, count_ops
+from seqpasses.report import Report, Rewrite, count_ops
 
 __all__ = ["Loaded", "Result", "load", "optimize_loaded"]
 
@@ -53,6 +56,7 @@ class Loaded:
     folder: Path | None = None
     unheld: str = ""
     warnings: list[str] = field(default_factory=list)
+    unheld_kind: str = "invalid"  # the reason kind of the ops it leaves (core.sequence)
 
     def fresh(self) -> ir.Model:
         """A new onnx_ir model of the input (for a trial on a copy)."""
@@ -125,6 +129,22 @@ def _ir_external_paths(model: ir.Model, name: str) -> None:
                 )
 
 
+def _too_wide(proto: onnx.ModelProto, max_split: int) -> str:
+    """Why the model is handed back unchanged before anything is built from it: a node with
+    more inputs or outputs than ``max_split`` (a Split into 10^6 pieces gathered by one
+    SequenceConstruct: every step after, the checker included, is proportional to them)."""
+    for node in all_proto_nodes(proto):
+        count = max(len(node.input), len(node.output))
+        if count > max_split:
+            where = f"{node.op_type} '{node.name}'" if node.name else node.op_type
+            side = "inputs" if len(node.input) >= len(node.output) else "outputs"
+            return (
+                f"{where} has {count:,} {side}, more than --max-split {max_split} allows "
+                "(no node of the model was changed, checked or held)"
+            )
+    return ""
+
+
 def load(
     source: Source, options: Options, name: str | None = None, *, admission: bool = True
 ) -> Loaded:
@@ -156,13 +176,16 @@ def load(
         else:
             folder = path.parent
         check_external_data(proto, folder, name)
+    why = _too_wide(proto, options.max_split)
+    if why:  # (before admission: onnx's checker alone walks every one of its outputs)
+        return Loaded(proto, None, name, folder, why, [], "limit")
     warnings = admit(proto, name, strict=options.strict_input, path=path) if admission else []
     why = unknown_opset(proto)
     if why:
-        return Loaded(proto, None, name, folder, why, warnings)
+        return Loaded(proto, None, name, folder, why, warnings, "opset")
     model = given if given is not None else to_ir(proto)
     if isinstance(model, str):
-        return Loaded(proto, None, name, folder, model, warnings)
+        return Loaded(proto, None, name, folder, model, warnings, "unknown-sequence")
     _set_base_dirs(model, folder)
     _unknown_dims(model)
     return Loaded(proto, model, name, folder, "", warnings)
@@ -226,9 +249,16 @@ def _keep_output_declarations(model: ir.Model, proto: onnx.ModelProto) -> None:
             )
 
 
-def _unchanged(loaded: Loaded, report: Report, why: str = "") -> Result:
+def _unchanged(loaded: Loaded, report: Report, why: str = "", kind: str = "") -> Result:
+    """The input handed back as it was; every sequence op it holds is left, for ``why``."""
     report.ops_before = report.ops_after = count_ops(loaded.proto)
     report.unchanged = why or loaded.unheld
+    for node in all_proto_nodes(loaded.proto):
+        if node.op_type in LEFT_OPS and node.domain in DEFAULT_DOMAINS:
+            text = "the model is handed back unchanged (report.unchanged says why)"
+            report.left.append(
+                Rewrite("left", node.name, node.op_type, "", text, "", kind or loaded.unheld_kind)
+            )
     copy = onnx.ModelProto()
     copy.CopyFrom(loaded.proto)
     return Result(copy, None, report)
@@ -320,7 +350,7 @@ def _optimize_loaded(
                     report.rewrites.clear()
                     report.left.clear()
                     text = f"onnx's full check would reject the optimized model ({still})"
-                    return _unchanged(loaded, report, text)
+                    return _unchanged(loaded, report, text, "run-time-failure")
             self_check(
                 result,
                 report.sequence_ops_before,

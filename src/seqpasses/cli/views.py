@@ -12,11 +12,10 @@ from pathlib import Path
 import onnx_ir as ir
 
 from seqpasses.core.graph import all_nodes, graph_paths, is_default
-from seqpasses.core.ops import OPTIONAL_OPS, SEQUENCE_OPS
+from seqpasses.core.ops import LEFT_OPS, OPTIONAL_OPS, SEQUENCE_OPS
 from seqpasses.core.proto import all_proto_nodes
 from seqpasses.inference import shape_facts
 from seqpasses.options import Options
-from seqpasses.passes.record_left import LEFT_OPS
 from seqpasses.pipeline import Loaded, load, optimize_loaded
 from seqpasses.report import Report, Rewrite
 

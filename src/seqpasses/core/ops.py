@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-__all__ = ["OPTIONAL_OPS", "ORT_SPLIT_TO_SEQUENCE_TYPES", "SEQUENCE_OPS"]
+__all__ = ["LEFT_OPS", "OPTIONAL_OPS", "ORT_SPLIT_TO_SEQUENCE_TYPES", "SEQUENCE_OPS"]
 
 SEQUENCE_OPS = frozenset(
     {
@@ -23,6 +23,9 @@ SEQUENCE_OPS = frozenset(
 
 OPTIONAL_OPS = frozenset({"Optional", "OptionalGetElement", "OptionalHasElement"})
 """Optional ops: back ends that reject sequences mostly reject these too."""
+
+LEFT_OPS = SEQUENCE_OPS | OPTIONAL_OPS
+"""What the report lists when it stays."""
 
 ORT_SPLIT_TO_SEQUENCE_TYPES = frozenset(
     {

@@ -5,15 +5,12 @@ from __future__ import annotations
 import onnx_ir as ir
 
 from seqpasses.core.graph import all_nodes, is_default, label
-from seqpasses.core.ops import OPTIONAL_OPS, SEQUENCE_OPS
+from seqpasses.core.ops import LEFT_OPS, OPTIONAL_OPS
 from seqpasses.report import Report, Rewrite
 from seqpasses.walk.facts import Reason
 from seqpasses.walk.walker import Walker
 
-__all__ = ["LEFT_OPS", "RecordLeftPass"]
-
-LEFT_OPS = SEQUENCE_OPS | OPTIONAL_OPS
-"""What the report lists when it stays."""
+__all__ = ["RecordLeftPass"]
 
 
 class RecordLeftPass(ir.passes.InPlacePass):

@@ -11,7 +11,7 @@ from typing import Any, Literal
 import onnx
 
 from seqpasses.verification.engines import Runner, ort_missing, outcome, reference, runtime
-from seqpasses.verification.inputs import random_inputs
+from seqpasses.verification.inputs import DrawError, random_inputs
 from seqpasses.verification.report import EngineResult, VerifyReport
 from seqpasses.verification.values import compare
 
@@ -63,9 +63,14 @@ def verify_each(
         ]
         if not active:
             break
-        feeds = random_inputs(first, seed + draw)
-        if given is not None:
-            feeds.update(given[draw])
+        chosen = given[draw] if given is not None else {}
+        try:
+            feeds = random_inputs(first, seed + draw, given=chosen)
+        except DrawError as error:
+            for result, _, _ in active:
+                failed_first.setdefault(result.name, str(error))
+            break
+        feeds.update(chosen)
         for result, run_before, run_after in active:
             start = time.perf_counter()
             out_b, err_b = outcome(run_before, feeds)

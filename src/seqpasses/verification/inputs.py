@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import os
 import zipfile
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -13,26 +15,52 @@ import onnx
 from seqpasses.errors import BadInputError
 from seqpasses.verification.engines import ort_session
 
-__all__ = ["check_inputs", "inputs_that_run", "load_inputs", "random_inputs"]
+__all__ = [
+    "MAX_DRAWN_BYTES",
+    "DrawError",
+    "check_inputs",
+    "inputs_that_run",
+    "load_inputs",
+    "random_inputs",
+]
+
+MAX_DRAWN_BYTES = 1 << 30
+"""The most bytes one drawn input set may take: a declared shape is a claim, not a fact, and
+``float[100000,100000]`` would ask for 40 GB."""
+
+
+class DrawError(ValueError):
+    """No input set can be drawn from what the model declares (too large): one line."""
 
 
 def _random_tensor(
     tensor_type: onnx.TypeProto.Tensor,
     sizes: dict[str, int],
     rng: np.random.Generator,
-    scale: int = 1,
+    scale: int,
+    budget: list[int],
 ) -> np.ndarray:
     shape: list[int] = []
     if tensor_type.HasField("shape"):
         for dim in tensor_type.shape.dim:
-            if dim.HasField("dim_value"):
+            if dim.HasField("dim_value") and dim.dim_value >= 0:
                 shape.append(dim.dim_value)
             else:
-                name = dim.dim_param or ""  # (unnamed dims share one size, as before)
+                # (unnamed dims, and the negative ones ONNX Runtime runs on any size, share
+                # one size, as before)
+                name = dim.dim_param if dim.HasField("dim_param") else ""
                 if name not in sizes:
                     sizes[name] = int(rng.integers(2, 4)) * scale
                 shape.append(sizes[name])
     dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor_type.elem_type)
+    size = math.prod(shape) * max(np.dtype(dtype).itemsize, 8 if dtype == np.object_ else 1)
+    budget[0] -= size
+    if budget[0] < 0:
+        raise DrawError(
+            f"the declared input shapes ask for more than {MAX_DRAWN_BYTES >> 30} GiB per input "
+            f"set ({np.dtype(dtype).name}{shape}); give inputs: --check-inputs FILE.npz, "
+            "or --input-shape NAME:D1,D2,..."
+        )
     if dtype == np.bool_:
         return rng.integers(0, 2, size=shape).astype(np.bool_)
     if np.issubdtype(dtype, np.integer):
@@ -47,32 +75,41 @@ def _random_tensor(
 
 
 def _random_value(
-    type_proto: onnx.TypeProto, sizes: dict[str, int], rng: np.random.Generator, scale: int
+    type_proto: onnx.TypeProto,
+    sizes: dict[str, int],
+    rng: np.random.Generator,
+    scale: int,
+    budget: list[int],
 ) -> Any:
     kind = type_proto.WhichOneof("value")
     if kind == "tensor_type":
-        return _random_tensor(type_proto.tensor_type, sizes, rng, scale)
+        return _random_tensor(type_proto.tensor_type, sizes, rng, scale, budget)
     if kind == "sequence_type":
         element = type_proto.sequence_type.elem_type
-        return [_random_value(element, sizes, rng, scale) for _ in range(3)]
+        return [_random_value(element, sizes, rng, scale, budget) for _ in range(3)]
     if kind == "optional_type":
-        return _random_value(type_proto.optional_type.elem_type, sizes, rng, scale)
+        return _random_value(type_proto.optional_type.elem_type, sizes, rng, scale, budget)
     raise ValueError(f"cannot make a random input of type {kind}")
 
 
-def random_inputs(model: onnx.ModelProto, seed: int = 0, scale: int = 1) -> dict[str, Any]:
+def random_inputs(
+    model: onnx.ModelProto, seed: int = 0, scale: int = 1, given: Collection[str] = ()
+) -> dict[str, Any]:
     """Seeded random feeds for the graph inputs that are not initializers.
 
     Symbolic dims are bound to one small size each (2 or 3, times ``scale``), shared by every
-    input that names them.
+    input that names them; a negative declared dim is free too. Inputs named in ``given``
+    (the caller's) are not drawn. :class:`DrawError` when the declared shapes ask for more
+    than :data:`MAX_DRAWN_BYTES`.
     """
     rng = np.random.default_rng(seed)
     initializers = {init.name for init in model.graph.initializer}
     sizes: dict[str, int] = {}
+    budget = [MAX_DRAWN_BYTES]
     return {
-        inp.name: _random_value(inp.type, sizes, rng, scale)
+        inp.name: _random_value(inp.type, sizes, rng, scale, budget)
         for inp in model.graph.input
-        if inp.name not in initializers
+        if inp.name not in initializers and inp.name not in given
     }
 
 

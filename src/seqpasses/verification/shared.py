@@ -14,7 +14,7 @@ import onnx
 
 from seqpasses.verification.each import verify_each
 from seqpasses.verification.engines import Runner, outcome, reference, runtime
-from seqpasses.verification.inputs import random_inputs
+from seqpasses.verification.inputs import DrawError, random_inputs
 from seqpasses.verification.region import Region, changed_region, with_outputs
 from seqpasses.verification.report import EngineResult, VerifyReport
 from seqpasses.verification.values import compare
@@ -55,7 +55,8 @@ def _draws(
 ) -> tuple[list[_Draw], str]:
     """Input sets the original runs on, judged by ONNX Runtime (failed draws count against its
     budget): the caller's, else seeded random ones, the free dims grown after each failure.
-    Returns them and the first failure's message."""
+    Returns them and the first failure's message; ``result.why`` says why when no set could
+    be drawn at all (shapes too large)."""
     accepted: list[_Draw] = []
     first_error = ""
     attempts = len(given) if given is not None else max(4 * runs, 2 * len(_SCALES))
@@ -66,9 +67,13 @@ def _draws(
         if budget_s is not None and result.seconds > budget_s and draw:
             break
         scale = _SCALES[min(scale_index, len(_SCALES) - 1)]
-        feeds = random_inputs(first, seed + draw, scale=scale)
-        if given is not None:
-            feeds.update(given[draw])
+        chosen = given[draw] if given is not None else {}
+        try:
+            feeds = random_inputs(first, seed + draw, scale=scale, given=chosen)
+        except DrawError as refused:
+            result.why = str(refused)
+            break
+        feeds.update(chosen)
         where = f"input set {draw}" + ("" if given is not None else f" (seed {seed + draw})")
         start = time.perf_counter()
         outputs, error = outcome(judge, feeds)
@@ -122,7 +127,9 @@ def verify_shared(
         )
     draws, error = _draws(first, judge, ort, runs=runs, seed=seed, given=inputs, budget_s=budget_s)
     if not draws:
-        ort.why = f"could not run the original on any input set ({_clip(error)}); {_HINT}"
+        ort.why = ort.why or (
+            f"could not run the original on any input set ({_clip(error)}); {_HINT}"
+        )
         ref.why = "no input set the original runs on (ONNX Runtime judges)"
         report.details.append(f"onnxruntime: the original's error in full: {error}")
         return report
