@@ -166,7 +166,8 @@ g (float[2] a, float[3] b, int64 i) => (float[?] y, int64 n) {
     assert any(line.startswith("SequenceLength") and line.endswith("removed") for line in lines)
     at = next(line for line in lines if line.startswith("SequenceAt"))
     assert "left: position 'i' is a graph input" in at
-    assert lines[-1] == "3 sequence ops: 1 would be removed, 2 left"
+    assert lines[-2] == "3 sequence ops: 1 would be removed, 2 left"
+    assert lines[-1] == "sequence ops: 3 -> 2, 1 rewrites, 2 left"  # (optimize's own line)
     assert onnx.load(source) == model  # inspect changes nothing
 
 
@@ -220,7 +221,7 @@ g (float[2] a, float[2] b) => (float[5,2] y) {
     onnx.save(model, source)
     unrolled = run_cli("optimize", source, "-o", tmp_path / "a.onnx", "-v", "--check")
     assert unrolled.returncode == 0, unrolled.stderr
-    assert "rewrite loop-unroll: Loop 3 iterations" in unrolled.stdout, unrolled.stdout
+    assert "rewrite loop-unroll: Loop '#3' 3 iterations" in unrolled.stdout, unrolled.stdout
     out = onnx.load(tmp_path / "a.onnx")
     assert sequence_op_count(out) == 0 and "Loop" not in op_counts(out)
 
@@ -267,10 +268,11 @@ def test_inspect_explains_a_loop_it_cannot_rewrite() -> None:
     assert "not carried as one tensor: elements of shapes [2,3] and [4,3]" in after
     read = next(line for line in lines if line.startswith("SequenceAt") and "main " in line)
     assert "position 'i' is a graph input" in read and "[2,3] and [4,3]" in read
-    assert lines[-1].startswith("5 sequence ops: 0 would be removed, 5 left")
+    assert lines[-2].startswith("5 sequence ops: 0 would be removed, 5 left")
+    assert lines[-1] == "sequence ops: 5 -> 5, 0 rewrites, 5 left"
     # the same reads with elements of one shape: a Gather, slices, a loop carrying a tensor
     stacked = run_cli("inspect", SAMPLES / "run_time_reads.onnx")
-    assert stacked.stdout.splitlines()[-1] == "7 sequence ops: 7 would be removed, 0 left"
+    assert stacked.stdout.splitlines()[-2] == "7 sequence ops: 7 would be removed, 0 left"
 
 
 def test_a_fault_of_seqpasses_is_one_line_and_exit_3(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
 
@@ -58,3 +59,80 @@ def test_inspect_and_optimize_agree(
     kept = _sequence_names(out)
     assert not removed & kept, f"inspect says removed, optimize keeps: {removed & kept}"
     assert left <= kept, f"inspect says left, optimize removes: {left - kept}"
+
+
+def _exporter_named() -> onnx.ModelProto:
+    """Exporter-style names where one is another's prefix plus ``_1`` (torchvision's RAFT,
+    scripted and exported at opset 16: inspect once matched '/SequenceConstruct_1' to
+    '/SequenceConstruct' and said 9 of 17 left where optimize left 6): '/SequenceConstruct'
+    is folded away; '/SequenceConstruct_1' stays, read by a Slice (the exporter's list slice
+    ``coords[::-1]``, which ONNX does not define on sequences)."""
+    h = onnx.helper
+    tensor = onnx.TensorProto.FLOAT
+    nodes = [
+        h.make_node("SequenceConstruct", ["a", "b"], ["s0"], name="/SequenceConstruct"),
+        h.make_node("ConcatFromSequence", ["s0"], ["y"], axis=0, name="/ConcatFromSequence"),
+        h.make_node("SequenceConstruct", ["a", "b"], ["s1"], name="/SequenceConstruct_1"),
+        h.make_node("Slice", ["s1", "start", "end", "axis", "step"], ["r"], name="/Slice_4"),
+        h.make_node("ConcatFromSequence", ["r"], ["z"], axis=0, name="/ConcatFromSequence_1"),
+    ]
+    constants = [
+        onnx.numpy_helper.from_array(np.array([v], np.int64), name)
+        for name, v in (("start", -1), ("end", -(2**63)), ("axis", 0), ("step", -1))
+    ]
+    graph = h.make_graph(
+        nodes,
+        "raft_like",
+        [h.make_tensor_value_info(n, tensor, [2, 3]) for n in "ab"],
+        [
+            h.make_tensor_value_info("y", tensor, [4, 3]),
+            h.make_tensor_value_info("z", tensor, [4, 3]),
+        ],
+        constants,
+    )
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 16)])
+
+
+def test_inspect_prints_optimizes_records_whatever_the_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "raft_like.onnx"
+    onnx.save(_exporter_named(), source)
+    assert inspect_command(source, Options()) == 0
+    lines = capsys.readouterr().out.splitlines()
+    fates = {line.split()[1]: line for line in lines[1:-2]}
+    assert fates["/SequenceConstruct"].endswith("removed")
+    assert fates["/ConcatFromSequence"].endswith("removed")
+    assert (
+        "left: a sequence read by Slice '/Slice_4', which ONNX does not define on sequences"
+        in (fates["/SequenceConstruct_1"])
+    )
+    assert (
+        "sequence comes from Slice '/Slice_4', which ONNX does not"
+        in (fates["/ConcatFromSequence_1"])
+    )
+    report = seqpasses.Report()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", seqpasses.InputWarning)
+        seqpasses.optimize(source, report=report)
+    assert lines[-2] == "4 sequence ops: 2 would be removed, 2 left"
+    assert lines[-1] == report.summary() == "sequence ops: 4 -> 2, 1 rewrites, 2 left"
+
+
+@pytest.mark.parametrize("path", MODELS, ids=lambda p: p.relative_to(SAMPLES).as_posix())
+def test_inspect_counts_are_optimizes_records(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # (names as the exporters wrote them: no renaming)
+    assert inspect_command(path, Options()) == 0
+    lines = capsys.readouterr().out.splitlines()
+    report = seqpasses.Report()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", seqpasses.InputWarning)
+        seqpasses.optimize(path, report=report)
+    assert lines[-1] == report.summary().splitlines()[-1]
+    left = sum(1 for line in lines[1:] if "  left" in line and line.split()[0] in SEQUENCE_OPS)
+    copies = [line for line in lines if "copies (unrolled or inlined)" in line]
+    sequence_left = [r for r in report.left if r.op_type in SEQUENCE_OPS]
+    if not copies and "added" not in lines[-2] and "optional" not in lines[-1]:
+        assert left == len(sequence_left), (left, len(sequence_left))

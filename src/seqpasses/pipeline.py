@@ -27,7 +27,7 @@ import onnx_ir as ir
 from seqpasses.checks.admission import admit, to_ir, unknown_opset
 from seqpasses.checks.external import check_external_data
 from seqpasses.checks.selfcheck import passes_checker, self_check, without_inner_shapes
-from seqpasses.core.graph import DEFAULT_DOMAINS
+from seqpasses.core.graph import DEFAULT_DOMAINS, number_nodes
 from seqpasses.core.ops import LEFT_OPS
 from seqpasses.core.pause import no_cycle_collection
 from seqpasses.core.proto import all_proto_nodes
@@ -37,7 +37,7 @@ from seqpasses.options import Group, Options
 from seqpasses.passes import FoldSequencesPass
 from seqpasses.passes.input_shapes import fix_input_shapes
 from seqpasses.passes.repair_shapes import repair_declarations
-from seqpasses.report import Report, Rewrite, count_ops
+from seqpasses.report import ORIGIN, Report, Rewrite, count_ops
 
 __all__ = ["Loaded", "Result", "load", "optimize_loaded"]
 
@@ -62,6 +62,7 @@ class Loaded:
         """A new onnx_ir model of the input (for a trial on a copy)."""
         model = ir.serde.deserialize_model(self.proto)
         _set_base_dirs(model, self.folder)
+        number_nodes(model)
         return model
 
 
@@ -188,6 +189,7 @@ def load(
         return Loaded(proto, None, name, folder, model, warnings, "unknown-sequence")
     _set_base_dirs(model, folder)
     _unknown_dims(model)
+    number_nodes(model)
     return Loaded(proto, model, name, folder, "", warnings)
 
 
@@ -256,8 +258,18 @@ def _unchanged(loaded: Loaded, report: Report, why: str = "", kind: str = "") ->
     for node in all_proto_nodes(loaded.proto):
         if node.op_type in LEFT_OPS and node.domain in DEFAULT_DOMAINS:
             text = "the model is handed back unchanged (report.unchanged says why)"
+            origin = next((p.value for p in node.metadata_props if p.key == ORIGIN), "")
             report.left.append(
-                Rewrite("left", node.name, node.op_type, "", text, "", kind or loaded.unheld_kind)
+                Rewrite(
+                    "left",
+                    node.name,
+                    node.op_type,
+                    "",
+                    text,
+                    "",
+                    kind or loaded.unheld_kind,
+                    origin,
+                )
             )
     copy = onnx.ModelProto()
     copy.CopyFrom(loaded.proto)

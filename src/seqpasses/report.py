@@ -15,7 +15,10 @@ from seqpasses.core.graph import DEFAULT_DOMAINS, all_nodes
 from seqpasses.core.ops import OPTIONAL_OPS, SEQUENCE_OPS
 from seqpasses.core.proto import all_proto_nodes
 
-__all__ = ["Report", "Rewrite", "count_ops", "count_sequence_ops"]
+__all__ = ["ORIGIN", "Report", "Rewrite", "count_ops", "count_sequence_ops"]
+
+ORIGIN = "seqpasses.origin"
+"""The ``metadata_props`` key of a node's origin tag (copies of a node keep its metadata)."""
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,8 @@ class Rewrite:
     ``source`` says where a left node comes from: ``""`` (the input model), ``"copy of
     NAME"`` (a copy of node NAME made by unrolling or inlining) or ``"added"`` (a canonical
     SequenceConstruct/SequenceEmpty that seqpasses wrote for a consumer that needs a sequence).
+    ``origin``: the tag :data:`ORIGIN` the caller put on the input node it is or copies
+    (``inspect`` tags every node, so that its table is made of these records).
     """
 
     rule: str
@@ -34,6 +39,7 @@ class Rewrite:
     detail: str = ""
     source: str = ""
     kind: str = ""  # a left node's reason kind (seqpasses.core.sequence.REASON_KINDS)
+    origin: str = ""  # the input node it is, or is a copy of, when the caller tagged it
 
     def named(self) -> str:
         """How messages name the node: its op type, and its name when it has one."""
@@ -97,13 +103,19 @@ class Report:
             before, after = self.ops_before[op], self.ops_after[op]
             mark = "" if before == after else f"  {after - before:+d}"
             lines.append(f"{op:<{width}}  {before:>6}  {after:>6}{mark}")
-        lines.append(
+        lines.append(self.summary())
+        return "\n".join(lines)
+
+    def summary(self) -> str:
+        """The one-line verdict ``optimize`` and ``inspect`` both print (and a second for
+        optional ops when the model has any)."""
+        line = (
             f"sequence ops: {self.sequence_ops_before} -> {self.sequence_ops_after}, "
             f"{len(self.rewrites)} rewrites, {len(self.left)} left"
         )
         if self.optional_ops_before or self.optional_ops_after:
-            lines.append(f"optional ops: {self.optional_ops_before} -> {self.optional_ops_after}")
-        return "\n".join(lines)
+            line += f"\noptional ops: {self.optional_ops_before} -> {self.optional_ops_after}"
+        return line
 
     def as_dict(self) -> dict[str, Any]:
         return {

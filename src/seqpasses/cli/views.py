@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections import Counter
 from pathlib import Path
 
-import onnx_ir as ir
+import onnx
 
 from seqpasses.core.graph import all_nodes, graph_paths, is_default
 from seqpasses.core.ops import LEFT_OPS, OPTIONAL_OPS, SEQUENCE_OPS
@@ -17,7 +16,7 @@ from seqpasses.core.proto import all_proto_nodes
 from seqpasses.inference import shape_facts
 from seqpasses.options import Options
 from seqpasses.pipeline import Loaded, load, optimize_loaded
-from seqpasses.report import Report, Rewrite
+from seqpasses.report import ORIGIN, Report, Rewrite
 
 __all__ = ["inspect_command", "shapes_command"]
 
@@ -67,61 +66,78 @@ def shapes_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _in_walk_order(
+    graph: onnx.GraphProto | onnx.FunctionProto, found: list[onnx.NodeProto]
+) -> None:
+    """The nodes of ``graph`` in :func:`~seqpasses.core.graph.all_nodes`' order: each node,
+    then the nodes of its subgraphs, depth first."""
+    for node in graph.node:
+        found.append(node)
+        for attr in node.attribute:
+            inner = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
+            for sub in inner:
+                _in_walk_order(sub, found)
+
+
+def _tag(loaded: Loaded) -> list[tuple[str, str, str, str]]:
+    """Tag every node of the input with its index in a depth-first walk
+    (:data:`~seqpasses.report.ORIGIN`, which copies keep) and hold it again from the tagged
+    protobuf: each record the run makes then names the input node it is or copies. Returns
+    each sequence or optional op's tag, op, name and graph, in walk order."""
+    nodes: list[onnx.NodeProto] = []
+    for graph in [loaded.proto.graph, *loaded.proto.functions]:
+        _in_walk_order(graph, nodes)
+    for index, node in enumerate(nodes):
+        entry = node.metadata_props.add()
+        entry.key, entry.value = ORIGIN, str(index)
+    loaded.model = loaded.fresh()
+    where = graph_paths(loaded.model)
+    return [
+        (node.metadata_props[ORIGIN], node.op_type, node.name or "", where[node])
+        for node in all_nodes(loaded.model)
+        if node.op_type in LEFT_OPS and is_default(node)
+    ]
+
+
 def inspect_command(path: Path, options: Options) -> int:
-    """``seqpasses inspect``: every sequence and optional op with its fate: optimize's own run
-    (the one path, the same options), on a fresh copy of the file that is not written."""
+    """``seqpasses inspect``: every sequence and optional op with its fate, made of the records
+    of optimize's own run (the one path, the same options) on a copy that is not written: a
+    node is left when a record of what stays names it (or one of its copies), removed when
+    none does; the last line is the one optimize prints."""
     loaded = load(path, options)
     for warning in loaded.warnings:
         print(f"seqpasses: warning: {warning}", file=sys.stderr)
-    model = loaded.model
-    if model is None:
-        return _unheld(loaded, "optimize writes it unchanged")
+    if loaded.model is None:
+        _unheld(loaded, "optimize writes it unchanged")
+        report = Report()
+        optimize_loaded(loaded, options, report)
+        print(report.summary())
+        return 0
     loaded.warnings = []
-    originals: list[tuple[ir.Node, str]] = []
-    seen: set[str] = set()
-    for index, node in enumerate(all_nodes(model)):
-        # the report names nodes by name: an unnamed one gets its walk index, a repeated one
-        # (exporters repeat names across subgraphs) keeps its name with the index added
-        if not node.name:
-            node.name = f"#{index}"
-        elif node.name in seen:
-            node.name = f"{node.name}#{index}"
-        seen.add(node.name)
-        originals.append((node, node.name))
-    where = graph_paths(model)
+    tagged = _tag(loaded)
     report = Report()
     optimize_loaded(loaded, options, report)
-    own: dict[str, Rewrite] = {}
-    copies: dict[str, list[Rewrite]] = {}
-    added = 0
+    records: dict[str, list[Rewrite]] = {}
     for left in report.left:
-        if left.source == "added":
-            added += 1
-        elif left.source.startswith("copy of "):
-            copies.setdefault(left.source.removeprefix("copy of "), []).append(left)
-        else:  # a function inlined by onnx_ir's inliner keeps names, with a suffix per call
-            own.setdefault(re.sub(r"_\d+$", "", left.node), left)
-            own[left.node] = left
+        records.setdefault(left.origin, []).append(left)
     rows = [("op", "node", "graph", "fate")]
     counts = {"sequence": [0, 0], "optional": [0, 0]}  # ops, left
-    for node, key in originals:
-        if node.op_type not in LEFT_OPS or not is_default(node):
-            continue
-        tally = counts["optional" if node.op_type in OPTIONAL_OPS else "sequence"]
+    for tag, op_type, name, where in tagged:
+        tally = counts["optional" if op_type in OPTIONAL_OPS else "sequence"]
         tally[0] += 1
-        entry, copied = own.get(key), copies.get(key, [])
-        if entry is not None:
-            fate = f"left: {entry.detail}"
-        elif copied:
-            fate = f"left in {len(copied)} copies (unrolled or inlined): {copied[0].detail}"
+        found = records.pop(tag, [])
+        if len(found) == 1 and not found[0].source:
+            fate = f"left: {found[0].detail}"
+        elif found:
+            fate = f"left in {len(found)} copies (unrolled or inlined): {found[0].detail}"
         else:
             fate = "removed"
-        tally[1] += fate != "removed"
-        graph = entry.graph if entry else where.get(node, "")
-        rows.append((node.op_type, key, graph, fate))
+        tally[1] += bool(found)
+        rows.append((op_type, name or f"#{tag}", where, fate))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for row in rows:
         print("  ".join(c.ljust(w) for c, w in zip(row[:3], widths, strict=True)) + "  " + row[3])
+    added = sum(len(found) for found in records.values())  # (records of no input node)
     total, kept = counts["sequence"]
     print(
         f"{total} sequence ops: {total - kept} would be removed, {kept} left"
@@ -130,4 +146,5 @@ def inspect_command(path: Path, options: Options) -> int:
     total, kept = counts["optional"]
     if total:
         print(f"{total} optional ops: {total - kept} would be removed, {kept} left")
+    print(report.summary())
     return 0

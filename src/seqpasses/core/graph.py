@@ -72,9 +72,31 @@ def onnx_opset(imports: Mapping[str, int], default: int | None = None) -> int | 
     return default
 
 
+INDEX = "seqpasses.index"
+"""The ``Node.meta`` key of an input node's index in a depth-first walk (:func:`number_nodes`):
+how every message names a node that has no name (copies keep it)."""
+
+
+def number_nodes(model: ir.Model) -> None:
+    """Give every node its index in a depth-first walk (:data:`INDEX`), as the model is taken
+    in: ``optimize``'s report and ``inspect`` then name an unnamed node alike, ``#3``."""
+    for index, node in enumerate(all_nodes(model)):
+        node.meta[INDEX] = index
+
+
+def node_name(node: ir.Node) -> str:
+    """A node's name; for an unnamed input node ``#N``, its index (:func:`number_nodes`); ''
+    for an unnamed node seqpasses made."""
+    if node.name:
+        return node.name
+    index = node.meta.get(INDEX)
+    return f"#{index}" if index is not None else ""
+
+
 def label(node: ir.Node) -> str:
-    """How reasons name a node: its op type, and its name when it has one."""
-    return f"{node.op_type} '{node.name}'" if node.name else node.op_type
+    """How reasons name a node: its op type, and its name when it has one (:func:`node_name`)."""
+    name = node_name(node)
+    return f"{node.op_type} '{name}'" if name else node.op_type
 
 
 GRAPH_HOLDERS = {  # the ONNX ops with graph attributes, and those attributes
@@ -107,7 +129,7 @@ def subgraphs(node: ir.Node) -> list[tuple[str, ir.Graph]]:
 
 def subgraph_path(parent: str, node: ir.Node, attr: str) -> str:
     """Where a subgraph of ``node`` sits, below the graph at ``parent``."""
-    return f"{parent}/{node.name or node.op_type}.{attr}"
+    return f"{parent}/{node_name(node) or node.op_type}.{attr}"
 
 
 def graphs(model: ir.Model) -> list[tuple[str, ir.Graph | ir.Function]]:

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+from functools import cache
+
+import onnx
 import onnx_ir as ir
 
-__all__ = ["LEFT_OPS", "OPTIONAL_OPS", "ORT_SPLIT_TO_SEQUENCE_TYPES", "SEQUENCE_OPS"]
+__all__ = [
+    "LEFT_OPS",
+    "NOT_ON_SEQUENCES",
+    "OPTIONAL_OPS",
+    "ORT_SPLIT_TO_SEQUENCE_TYPES",
+    "SEQUENCE_OPS",
+    "defined_on_sequences",
+]
 
 SEQUENCE_OPS = frozenset(
     {
@@ -41,3 +51,25 @@ ORT_SPLIT_TO_SEQUENCE_TYPES = frozenset(
 release seqpasses accepts (onnxruntime 1.17 and later; bool came in 1.23, onnxruntime#24929): a
 list of another type held as one tensor is never written back with it, so that ONNX Runtime
 can load the result."""
+
+
+NOT_ON_SEQUENCES = (
+    "which ONNX does not define on sequences (an exporter's list operation, such as a list "
+    "slice l[::-1]: ONNX Runtime refuses to load the model)"
+)
+"""Why a sequence read or made by such an op stays: what it means is not ONNX's to say."""
+
+
+@cache
+def defined_on_sequences(op_type: str, opset: int) -> bool:
+    """Whether the ONNX op ``op_type`` at ``opset`` takes or makes a sequence (some type
+    constraint of its schema admits one); True for an op ONNX does not know."""
+    try:
+        schema = onnx.defs.get_schema(op_type, max(opset, 1), "")
+    except Exception:
+        return True
+    return any(
+        allowed.startswith("seq(") or allowed.startswith("optional(seq")
+        for constraint in schema.type_constraints
+        for allowed in constraint.allowed_type_strs
+    ) or any("seq(" in formal.type_str for formal in [*schema.inputs, *schema.outputs])

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from seqpasses.core.graph import all_nodes, is_default, label
-from seqpasses.core.ops import LEFT_OPS, OPTIONAL_OPS
-from seqpasses.report import Report, Rewrite
+from seqpasses.core.graph import all_nodes, is_default, label, node_name
+from seqpasses.core.ops import LEFT_OPS, NOT_ON_SEQUENCES, OPTIONAL_OPS, defined_on_sequences
+from seqpasses.report import ORIGIN, Report, Rewrite
 from seqpasses.walk.facts import Reason
 from seqpasses.walk.walker import Walker
 
@@ -31,12 +31,13 @@ class RecordLeftPass(ir.passes.InPlacePass):
             self.report.left.append(
                 Rewrite(
                     "left",
-                    node.name or "",
+                    node_name(node),
                     node.op_type,
                     facts.paths.get(node, ""),
                     str(reason),
                     self.walker.edits.source(node),
                     reason.kind,
+                    node.metadata_props.get(ORIGIN, ""),
                 )
             )
         return ir.passes.PassResult(model, modified=False)
@@ -61,6 +62,13 @@ class RecordLeftPass(ir.passes.InPlacePass):
                 return Reason("needs-sequence", text)
             return Reason("needs-sequence", "canonical form of a sequence that is a graph output")
         users = sorted({use.node.op_type for use in out.uses()})
-        return Reason(
-            "needs-sequence", "canonical form of a sequence consumed by " + ", ".join(users)
+        text = "canonical form of a sequence consumed by " + ", ".join(users)
+        opset = facts.opset_of(node)
+        strange = sorted(
+            label(use.node)
+            for use in out.uses()
+            if is_default(use.node) and not defined_on_sequences(use.node.op_type, opset)
         )
+        if strange:
+            text = f"a sequence read by {', '.join(strange)}, {NOT_ON_SEQUENCES}"
+        return Reason("needs-sequence", text)

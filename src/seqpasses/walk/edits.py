@@ -18,7 +18,7 @@ import onnx_ir as ir
 
 from seqpasses.core.dims import contradicts, fill_shape, shape_text
 from seqpasses.core.emit import Emitter
-from seqpasses.core.graph import graph_nodes, nested_nodes, subgraphs
+from seqpasses.core.graph import graph_nodes, nested_nodes, node_name, subgraphs
 from seqpasses.report import Report, Rewrite
 from seqpasses.walk import trial
 from seqpasses.walk.facts import Facts
@@ -109,7 +109,7 @@ class Edits(KeepMixin, MaterializeMixin, OutcomesMixin):
         """Record a rewrite (``rule``: a registered rewrite id); True, for the transfer."""
         self.rewrote = True
         self.report.rewrites.append(
-            Rewrite(rule, node.name or "", node.op_type, self.facts.paths.get(node, ""), detail)
+            Rewrite(rule, node_name(node), node.op_type, self.facts.paths.get(node, ""), detail)
         )
         return True
 
@@ -118,7 +118,7 @@ class Edits(KeepMixin, MaterializeMixin, OutcomesMixin):
         as one tensor takes effect when its readers are rewritten (``node`` then dies). It
         counts only if ``node`` is gone after dead-code removal (:meth:`drop_unused`)."""
         path = self.facts.paths.get(node, "")
-        rewrite = Rewrite(rule, node.name or "", node.op_type, path, detail)
+        rewrite = Rewrite(rule, node_name(node), node.op_type, path, detail)
         self.report.rewrites.append(rewrite)
         self.pending.append((rewrite, node, False))
         return True
@@ -177,7 +177,7 @@ class Edits(KeepMixin, MaterializeMixin, OutcomesMixin):
         if original is not None:
             while original in self.origin:
                 original = self.origin[original]
-            return f"copy of {original.name or original.op_type}"
+            return f"copy of {node_name(original) or original.op_type}"
         return "added" if node in self.created else ""
 
     # -- replacing -----------------------------------------------------------------------

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from seqpasses.core.graph import label
+from seqpasses.core.graph import is_default, label
+from seqpasses.core.ops import NOT_ON_SEQUENCES, defined_on_sequences
 from seqpasses.core.sequence import (
     REASON_KINDS,
     LoopReason,
@@ -109,6 +110,10 @@ class Facts:
                 f"sequence '{value.name}' comes from an enclosing scope that is not static",
             )
         kind = "loop" if producer.op_type == "Loop" else "unknown-sequence"
+        if is_default(producer) and not defined_on_sequences(
+            producer.op_type, self.opset_of(producer)
+        ):
+            return Reason("invalid", self.produced_by(producer, f", {NOT_ON_SEQUENCES}"))
         return Reason(kind, self.produced_by(producer, ", not statically known"))
 
     def input_role(self, value: ir.Value) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 import onnx_ir as ir
 
 from seqpasses.core.emit import Emitter
-from seqpasses.core.graph import is_default, subgraphs
+from seqpasses.core.graph import is_default, node_name, subgraphs
 from seqpasses.core.ops import ORT_SPLIT_TO_SEQUENCE_TYPES, SEQUENCE_OPS
 from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
 from seqpasses.report import Rewrite
@@ -306,7 +306,7 @@ class MaterializeMixin:
                 maker = written.producer()
                 assert maker is not None
                 path = self.facts.paths.get(node, "")
-                rewrite = Rewrite(rule, node.name or "", node.op_type, path, detail)
+                rewrite = Rewrite(rule, node_name(node), node.op_type, path, detail)
                 self.written_back(maker, rewrite)
 
     def canonicalize_outputs(self, scope: Scope) -> None:
