@@ -40,14 +40,38 @@ def _refused(result: subprocess.CompletedProcess[str]) -> None:
     assert "'raw" in result.stderr  # the tensor is named
 
 
+API_ENTRIES = {
+    "optimize": seqpasses.optimize,
+    "infer_shapes": seqpasses.infer_shapes,
+    "shape_facts": seqpasses.shape_facts,
+    "verify": lambda path: seqpasses.verify(path, path),
+}
+
+
+@pytest.mark.parametrize("entry", [*API_ENTRIES, "count_ops"])
+def test_every_api_entry_reads_files_the_same_way(tmp_path: Path, entry: str) -> None:
+    call = API_ENTRIES.get(entry, seqpasses.count_ops)
+    garbage = tmp_path / "garbage.onnx"
+    garbage.write_bytes(b"not a model at all")
+    for path, text in (
+        (tmp_path / "missing.onnx", "no such file"),
+        (garbage, "not an ONNX model"),
+        (tmp_path, "is a directory"),
+    ):
+        with pytest.raises(seqpasses.BadInputError, match=text):
+            call(path)
+
+
 @pytest.mark.parametrize("case", ESCAPES)
 def test_external_data_outside_the_model_or_its_file_is_refused(tmp_path: Path, case: str) -> None:
     model = hostile.CASES[case](tmp_path)
     out = tmp_path / "out.onnx"
     _refused(run_cli("optimize", model, "-o", out))
     assert not out.exists()
-    with pytest.raises(seqpasses.BadInputError, match="refused, nothing read"):
-        seqpasses.optimize(model)
+    for name, entry in API_ENTRIES.items():  # one gate for every entry of the API
+        with pytest.raises(seqpasses.BadInputError, match="refused, nothing read"):
+            entry(model)
+            pytest.fail(f"{name} read {case}")
 
 
 def test_every_command_passes_the_same_gate(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, overload
 
 import onnx
@@ -20,6 +21,7 @@ from seqpasses.core.constants import constant_array
 from seqpasses.core.dims import contradicts, fill_shape, generated, merge_shapes
 from seqpasses.core.graph import graphs
 from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
+from seqpasses.io import with_external_data
 from seqpasses.options import FoldOptions
 from seqpasses.passes.analysis import Analysis, analyze
 
@@ -315,6 +317,24 @@ def infer_shapes_ir(model: ir.Model) -> tuple[ir.Model, ShapeFacts]:
     return result, facts
 
 
+def _taken(
+    model: onnx.ModelProto | str | os.PathLike[str],
+) -> tuple[ir.Model | None, onnx.ModelProto, Path | None]:
+    """A ModelProto or a path through the gate every entry passes (:func:`seqpasses.pipeline.load`:
+    the data gate, admission with its :class:`~seqpasses.errors.InputWarning`, the limits):
+    the onnx_ir model (None when onnx_ir cannot hold it), the protobuf and the data's folder."""
+    import warnings
+
+    from seqpasses.errors import InputWarning
+    from seqpasses.options import Options
+    from seqpasses.pipeline import load
+
+    loaded = load(model, Options())
+    for line in loaded.warnings:
+        warnings.warn(line, InputWarning, stacklevel=3)
+    return loaded.model, loaded.proto, loaded.folder
+
+
 @overload
 def infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto: ...
 @overload
@@ -328,13 +348,18 @@ def infer_shapes(
 ) -> onnx.ModelProto | ir.Model:
     """Return the model with ``value_info`` filled for every value seqpasses can type.
 
-    A ``ModelProto`` or a path gives a ``ModelProto``; an ``onnx_ir.Model`` gives a new one.
-    For the facts themselves use :func:`shape_facts`.
+    A ``ModelProto`` or a path gives a ``ModelProto`` (a path's external data read in, so that
+    it can be saved anywhere); an ``onnx_ir.Model`` gives a new one. A model seqpasses cannot
+    hold comes back as it was. For the facts themselves use :func:`shape_facts`.
     """
     if isinstance(model, ir.Model):
         return infer_shapes_ir(model)[0]
-    proto = model if isinstance(model, onnx.ModelProto) else onnx.load(os.fspath(model))
-    return ir.serde.serialize_model(infer_shapes_ir(ir.serde.deserialize_model(proto))[0])
+    held, proto, folder = _taken(model)
+    if held is None:
+        copy = onnx.ModelProto()
+        copy.CopyFrom(proto)
+        return with_external_data(copy, folder)
+    return with_external_data(ir.serde.serialize_model(infer_shapes_ir(held)[0]), folder)
 
 
 def shape_facts(model: onnx.ModelProto | ir.Model | str | os.PathLike[str]) -> ShapeFacts:
@@ -343,10 +368,8 @@ def shape_facts(model: onnx.ModelProto | ir.Model | str | os.PathLike[str]) -> S
     says of it."""
     if isinstance(model, ir.Model):
         return infer_shapes_ir(model)[1]
-    proto = model if isinstance(model, onnx.ModelProto) else onnx.load(os.fspath(model))
-    try:
-        held = ir.serde.deserialize_model(proto)
-    except Exception:
+    held, proto, _ = _taken(model)
+    if held is None:
         return _proto_facts(_infer(proto))
     return infer_shapes_ir(held)[1]
 

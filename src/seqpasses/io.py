@@ -22,7 +22,7 @@ import onnx
 import onnx_ir as ir
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
-from seqpasses.checks.external import external_tensors
+from seqpasses.checks.external import check_external_data, external_tensors
 from seqpasses.core.graph import DEFAULT_DOMAINS
 from seqpasses.errors import BadInputError, first_line
 
@@ -31,9 +31,11 @@ __all__ = [
     "destination",
     "external_data_files",
     "is_stream",
+    "read_model",
     "read_proto",
     "save_ir",
     "save_proto",
+    "with_external_data",
     "write_text",
 ]
 
@@ -74,6 +76,32 @@ def read_proto(path: str | os.PathLike[str]) -> onnx.ModelProto:
         raise BadInputError(f"{file}: not an ONNX model ({first_line(error)})") from None
     check_structure(proto, str(file))
     return proto
+
+
+def read_model(
+    path: str | os.PathLike[str], name: str | None = None
+) -> tuple[onnx.ModelProto, Path | None]:
+    """The one way a model file comes in, for every entry (optimize, infer_shapes,
+    shape_facts, verify, the CLI): :func:`read_proto`, then the data gate
+    (:func:`~seqpasses.checks.external.check_external_data`). Returns the protobuf (external
+    data left on disk) and the folder its data lies in (None for a pipe)."""
+    file = Path(os.fspath(path))
+    proto = read_proto(file)
+    folder = None if is_stream(file) else file.parent
+    check_external_data(proto, folder, name or str(file))
+    return proto, folder
+
+
+def with_external_data(proto: onnx.ModelProto, folder: Path | None) -> onnx.ModelProto:
+    """A copy of ``proto`` with its external data read from ``folder`` (through the data gate
+    already), or ``proto`` itself when it has none."""
+    if not external_tensors(proto):
+        return proto
+    copy = onnx.ModelProto()
+    copy.CopyFrom(proto)
+    assert folder is not None  # (the gate refuses external data without a folder)
+    onnx.external_data_helper.load_external_data_for_model(copy, os.fspath(folder.resolve()))
+    return copy
 
 
 def check_structure(proto: onnx.ModelProto, name: str) -> None:

@@ -32,7 +32,7 @@ from seqpasses.core.ops import LEFT_OPS
 from seqpasses.core.pause import no_cycle_collection
 from seqpasses.core.proto import all_proto_nodes
 from seqpasses.errors import BadInputError, SelfCheckError
-from seqpasses.io import check_structure, is_stream, read_proto
+from seqpasses.io import check_structure, read_model
 from seqpasses.options import Group, Options
 from seqpasses.passes import FoldSequencesPass
 from seqpasses.passes.input_shapes import fix_input_shapes
@@ -171,12 +171,9 @@ def load(
     else:
         path = Path(os.fspath(source))
         name = name or str(path)
-        proto = read_proto(path)
-        if is_stream(path):  # (read once: no folder, no second read by the checker)
+        proto, folder = read_model(path, name)
+        if folder is None:  # (a pipe, read once: no second read by the checker)
             path = None
-        else:
-            folder = path.parent
-        check_external_data(proto, folder, name)
     why = _too_wide(proto, options.max_split)
     if why:  # (before admission: onnx's checker alone walks every one of its outputs)
         return Loaded(proto, None, name, folder, why, [], "limit")

@@ -143,7 +143,9 @@ def count_ops(model: ir.Model | onnx.ModelProto | str | os.PathLike[str]) -> Cou
     """
     counts: Counter[str] = Counter()
     if isinstance(model, str | os.PathLike):
-        model = onnx.load(os.fspath(model), load_external_data=False)
+        from seqpasses.io import read_proto  # (the one way a file comes in; data not read)
+
+        model = read_proto(model)
     if isinstance(model, onnx.ModelProto):
         for op_type, domain in _proto_nodes(model):
             counts[op_type if domain in DEFAULT_DOMAINS else f"{domain}::{op_type}"] += 1

@@ -29,6 +29,7 @@ from seqpasses.io import (
     external_data_files,
     save_ir,
     save_proto,
+    with_external_data,
     write_text,
 )
 from seqpasses.options import Options
@@ -185,15 +186,6 @@ def _data_of(model_path: Path) -> set[Path]:
     return external_data_files(proto, model_path.parent)
 
 
-def _with_data(proto: onnx.ModelProto, folder: Path) -> onnx.ModelProto:
-    """A copy of ``proto`` with its external data read from ``folder`` (already through the
-    data gate)."""
-    copy = onnx.ModelProto()
-    copy.CopyFrom(proto)
-    onnx.external_data_helper.load_external_data_for_model(copy, os.fspath(folder))
-    return copy
-
-
 def run_job(job: Job) -> Outcome:
     """The one optimize path, optionally ``--check``, and (unless the check found a
     difference) the write of one model. Raises :class:`BadInputError` with a one-line
@@ -217,7 +209,7 @@ def run_job(job: Job) -> Outcome:
         if job.check:
             notes.append("not checked: the model is written unchanged")
         start = time.perf_counter()
-        full = _with_data(loaded.proto, job.input.parent) if input_data else loaded.proto
+        full = with_external_data(loaded.proto, job.input.parent) if input_data else loaded.proto
         save_proto(full, job.output, external)
         timings["save"] = time.perf_counter() - start
         return Outcome(report, None, notes, timings)
@@ -230,8 +222,8 @@ def run_job(job: Job) -> Outcome:
             before = with_input_shapes(before, shapes)
         if input_data:
             before, after = (
-                _with_data(before, job.input.parent),
-                _with_data(after, job.input.parent),
+                with_external_data(before, job.input.parent),
+                with_external_data(after, job.input.parent),
             )
         verdict = verify(
             before,
@@ -247,7 +239,7 @@ def run_job(job: Job) -> Outcome:
             return Outcome(report, verdict, [], timings)
     start = time.perf_counter()
     if job.options.inline_functions:
-        proto = _with_data(result.proto, job.input.parent) if input_data else result.proto
+        proto = with_external_data(result.proto, job.input.parent) if input_data else result.proto
         save_proto(proto, job.output, external)
     elif external is not None:
         assert result.model is not None

@@ -30,6 +30,7 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
+from seqpasses.io import read_model, with_external_data
 from seqpasses.verification.each import verify_each
 from seqpasses.verification.engines import ort_missing
 from seqpasses.verification.report import EngineResult, VerifyReport
@@ -42,12 +43,13 @@ ModelLike = onnx.ModelProto | ir.Model | str | os.PathLike[str]
 
 
 def _proto(model: ModelLike) -> onnx.ModelProto:
-    """A ModelProto with its weights in memory (a path's external data is loaded)."""
+    """A ModelProto with its weights in memory (a path's external data is loaded, through the
+    gate every entry passes: :func:`seqpasses.io.read_model`)."""
     if isinstance(model, onnx.ModelProto):
         return model
     if isinstance(model, ir.Model):
         return ir.serde.serialize_model(model)
-    return onnx.load(os.fspath(model))
+    return with_external_data(*read_model(model))
 
 
 def verify(
