@@ -12,6 +12,7 @@ import onnx
 import onnx_ir as ir
 
 from seqpasses.errors import InputWarning
+from seqpasses.io import with_external_data
 from seqpasses.options import DEFAULT_MAX_SPLIT, DEFAULT_MAX_UNROLL, Options
 from seqpasses.pipeline import Result, load, optimize_loaded
 from seqpasses.report import Report
@@ -114,12 +115,8 @@ def optimize(
             model.graph = ir.serde.deserialize_model(result.proto).graph
             model.functions.clear()
         return model
-    if loaded.folder is not None:
-        # a path: its external data read into the result, so that it can be saved anywhere
-        onnx.external_data_helper.load_external_data_for_model(
-            result.proto, os.fspath(loaded.folder.resolve())
-        )
-    return result.proto
+    # a path: its external data read into the result, so that it can be saved anywhere
+    return with_external_data(result.proto, loaded.folder)
 
 
 def optimize_ir(

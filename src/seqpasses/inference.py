@@ -20,7 +20,9 @@ import onnx_ir as ir
 from seqpasses.core.constants import constant_array
 from seqpasses.core.dims import contradicts, fill_shape, generated, merge_shapes
 from seqpasses.core.graph import graphs
+from seqpasses.core.onnx_inference import infer
 from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
+from seqpasses.core.skeleton import skeleton
 from seqpasses.io import with_external_data
 from seqpasses.options import FoldOptions
 from seqpasses.passes.analysis import Analysis, analyze
@@ -150,11 +152,18 @@ def _fill_from(model: ir.Model, claims: dict[str, onnx.TypeProto]) -> None:
 
 
 def _infer(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """What onnx's inference (data propagation on) says of ``proto``, in linear pieces
+    (:mod:`seqpasses.core.onnx_inference`); ``proto`` itself when it cannot say."""
     try:
-        inferred: onnx.ModelProto = onnx.shape_inference.infer_shapes(proto, data_prop=True)
+        return infer(proto, data_prop=True)
     except Exception:
         return proto
-    return inferred
+
+
+def _inferred_skeleton(model: ir.Model) -> onnx.ModelProto:
+    """onnx's inference of ``model``, without serializing its weights' data
+    (:mod:`seqpasses.core.skeleton`: weights are typed graph inputs there)."""
+    return _infer(skeleton(model).proto)
 
 
 Facts = dict[str, tuple[Any, ir.Shape | None]]
@@ -164,7 +173,7 @@ def _walk_facts(model: ir.Model) -> tuple[Analysis, ir.Model, Facts, set[str]]:
     """Steps 1 and 2 on a copy of ``model``: the walk's analysis (of the copy, which it
     returns), what it knows beyond (or against) ONNX's claims by value name (main graph),
     and the names where the two contradict."""
-    inferred = _infer(ir.serde.serialize_model(model))
+    inferred = _inferred_skeleton(model)
     claims = _claims(inferred)
     copy = ir.serde.deserialize_model(inferred)
     split = _split_facts(copy)
@@ -269,7 +278,7 @@ def fill_shapes_in_place(model: ir.Model, *, checkable: bool = True) -> tuple[An
                     if contradicts(value.shape, shape)
                     else fill_shape(value.shape, shape, numbers_win=True)
                 )
-    claims = _claims(_infer(ir.serde.serialize_model(model)))
+    claims = _claims(_inferred_skeleton(model))
     for name in (after if checkable else opaque) - set(facts):
         claims.pop(name, None)
     _fill_from(model, claims)

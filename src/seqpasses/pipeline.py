@@ -31,6 +31,7 @@ from seqpasses.core.graph import DEFAULT_DOMAINS, number_nodes
 from seqpasses.core.ops import LEFT_OPS
 from seqpasses.core.pause import no_cycle_collection
 from seqpasses.core.proto import all_proto_nodes
+from seqpasses.core.skeleton import Skeleton, proto_skeleton, skeleton
 from seqpasses.errors import BadInputError, SelfCheckError
 from seqpasses.io import check_structure, read_model
 from seqpasses.options import Group, Options
@@ -57,6 +58,13 @@ class Loaded:
     unheld: str = ""
     warnings: list[str] = field(default_factory=list)
     unheld_kind: str = "invalid"  # the reason kind of the ops it leaves (core.sequence)
+    _skeleton: Skeleton | None = field(default=None, repr=False)
+
+    def skeleton(self) -> Skeleton:
+        """The input's protobuf without its weights' data (made once, when first asked)."""
+        if self._skeleton is None:
+            self._skeleton = proto_skeleton(self.proto)
+        return self._skeleton
 
     def fresh(self) -> ir.Model:
         """A new onnx_ir model of the input (for a trial on a copy)."""
@@ -68,12 +76,31 @@ class Loaded:
 
 @dataclass
 class Result:
-    """The optimized model, serialized and self-checked; the onnx_ir model it came from
-    (None when the input was handed back unchanged); and the report."""
+    """The optimized model: the onnx_ir model (None when the input was handed back
+    unchanged: ``given`` is the input), its self-checked skeleton (the protobuf without the
+    weights' data: :mod:`seqpasses.core.skeleton`), and the report. :attr:`proto` is the
+    whole model, made when it is asked for."""
 
-    proto: onnx.ModelProto
+    skeleton: Skeleton
     model: ir.Model | None
     report: Report
+    given: onnx.ModelProto | None = None
+
+    @property
+    def proto(self) -> onnx.ModelProto:
+        """The whole model as a ModelProto (a copy: its weights are serialized now)."""
+        if self.model is None:
+            assert self.given is not None
+            copy = onnx.ModelProto()
+            copy.CopyFrom(self.given)
+            return copy
+        initializers = self.model.graph.initializers
+        weights = {}
+        for name in self.skeleton.hidden:
+            tensor = initializers[name].const_value
+            assert tensor is not None
+            weights[name] = ir.serde.serialize_tensor(tensor)
+        return self.skeleton.full(weights)
 
 
 def _set_base_dirs(model: ir.Model, folder: Path | None) -> None:
@@ -218,6 +245,14 @@ def _input_shape_note(loaded: Loaded, options: Options, report: Report) -> str:
     )
 
 
+def _skeleton(model: ir.Model, options: Options, report: Report) -> Skeleton:
+    """The result's skeleton (its weights' data left out), its functions inlined when asked."""
+    result = skeleton(model)
+    if options.inline_functions:
+        result.proto = _inline_functions(result.proto, report)
+    return result
+
+
 def _inline_functions(proto: onnx.ModelProto, report: Report) -> onnx.ModelProto:
     """``proto`` with its model-local functions inlined at their call sites (``onnx.inliner``),
     for back ends that reject them (OpenVINO: "No conversion rule found")."""
@@ -268,9 +303,7 @@ def _unchanged(loaded: Loaded, report: Report, why: str = "", kind: str = "") ->
                     origin,
                 )
             )
-    copy = onnx.ModelProto()
-    copy.CopyFrom(loaded.proto)
-    return Result(copy, None, report)
+    return Result(loaded.skeleton(), None, report, loaded.proto)
 
 
 def optimize_loaded(
@@ -303,7 +336,7 @@ def optimize_loaded(
     )
     for name in [f.name for f in fields(Report)]:
         setattr(report, name, getattr(retry, name))
-    return Result(result.proto, result.model, report)
+    return Result(result.skeleton, result.model, report, result.given)
 
 
 def _optimize_loaded(
@@ -328,31 +361,28 @@ def _optimize_loaded(
             report.timings["shapes"] = time.perf_counter() - start
         _keep_output_declarations(model, loaded.proto)
         start = time.perf_counter()
-        result = ir.serde.serialize_model(model)
-        if options.inline_functions:
-            result = _inline_functions(result, report)
-        report.ops_after = count_ops(result)
+        result = _skeleton(model, options, report)
+        report.ops_after = count_ops(result.proto)
         report.timings["serialize"] = time.perf_counter() - start
         if self_check_result and (report.changed or shapes or options.inline_functions):
             start = time.perf_counter()
-            why = passes_checker(result)  # (onnx's full check: once, unless the result changes)
+            # (onnx's full check, in linear pieces: once, unless the result changes)
+            why = passes_checker(result.proto)
             if why and repair_declarations(model, report.notes.append):
                 # declared shapes the rewritten graph contradicts (an exporter's guess the
                 # original's sequence ops kept ONNX from checking): replaced, then checked
-                result = ir.serde.serialize_model(model)
-                if options.inline_functions:
-                    result = _inline_functions(result, Report())
-                why = passes_checker(result)
+                result = _skeleton(model, options, Report())
+                why = passes_checker(result.proto)
             if why:
-                bare = without_inner_shapes(result)
+                bare = without_inner_shapes(result.proto)
                 still = passes_checker(bare)
                 if not still:
                     report.notes.append(
                         f"declared shapes of intermediate values dropped: with them onnx's check "
                         f"rejects a node that fails at run time ({why})"
                     )
-                    result, why = bare, ""
-                elif "ShapeInferenceError" in still and not passes_checker(loaded.proto):
+                    result.proto, why = bare, ""
+                elif "ShapeInferenceError" in still and not passes_checker(loaded.skeleton().proto):
                     # what the rewrites proved shows onnx's inference a node that fails at run
                     # time (shapes that can never broadcast, an axis a scalar lacks), which the
                     # input hid in its sequences: the input, which runs as it did, goes back
@@ -361,9 +391,9 @@ def _optimize_loaded(
                     text = f"onnx's full check would reject the optimized model ({still})"
                     return _unchanged(loaded, report, text, "run-time-failure")
             self_check(
-                result,
+                result.proto,
                 report.sequence_ops_before,
-                lambda: not passes_checker(loaded.proto),
+                lambda: not passes_checker(loaded.skeleton().proto),
                 why=why,
             )
             report.timings["self_check"] = time.perf_counter() - start

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import onnx
 
+from seqpasses.core.onnx_inference import infer
 from seqpasses.errors import SelfCheckError, first_line
 from seqpasses.report import count_sequence_ops
 
@@ -23,9 +24,14 @@ __all__ = ["SelfCheckError", "passes_checker", "self_check", "without_inner_shap
 
 
 def passes_checker(model: onnx.ModelProto) -> str:
-    """'' when ``model`` passes onnx's full check, else its first line."""
+    """'' when ``model`` passes onnx's full check, else its first line. The full check is
+    onnx's checker and its strict shape inference; the inference runs in linear pieces
+    (:mod:`seqpasses.core.onnx_inference`: onnx's own, with its own errors), where onnx's
+    ``check_model(full_check=True)`` is quadratic in subgraphs and calls. Give it a skeleton
+    (:mod:`seqpasses.core.skeleton`): the check needs the weights' dims, not their bytes."""
     try:
-        onnx.checker.check_model(model, full_check=True)
+        onnx.checker.check_model(model)
+        infer(model, strict=True)
     except Exception as error:
         return first_line(error)
     return ""
