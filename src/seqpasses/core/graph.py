@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import onnx_ir as ir
 
+from seqpasses.core.pause import no_cycle_collection
+
 __all__ = [
     "DEFAULT_DOMAINS",
     "GRAPH_HOLDERS",
@@ -80,8 +82,9 @@ how every message names a node that has no name (copies keep it)."""
 def number_nodes(model: ir.Model) -> None:
     """Give every node its index in a depth-first walk (:data:`INDEX`), as the model is taken
     in: ``optimize``'s report and ``inspect`` then name an unnamed node alike, ``#3``."""
-    for index, node in enumerate(all_nodes(model)):
-        node.meta[INDEX] = index
+    with no_cycle_collection():  # (a store per node: the collector would rescan the heap)
+        for index, node in enumerate(all_nodes(model)):
+            node.meta[INDEX] = index
 
 
 def node_name(node: ir.Node) -> str:
