@@ -24,10 +24,13 @@ from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
 from seqpasses.checks.external import check_external_data, external_tensors
 from seqpasses.core.graph import DEFAULT_DOMAINS
+from seqpasses.core.skeleton import LIGHT_BYTES, Skeleton
 from seqpasses.errors import BadInputError, first_line
+from seqpasses.wire import FileRegion, Initializer, read_without_weights, write_model
 
 __all__ = [
     "Destination",
+    "copy_model",
     "destination",
     "external_data_files",
     "is_stream",
@@ -35,6 +38,7 @@ __all__ = [
     "read_proto",
     "save_ir",
     "save_proto",
+    "save_streamed",
     "with_external_data",
     "write_text",
 ]
@@ -78,16 +82,33 @@ def read_proto(path: str | os.PathLike[str]) -> onnx.ModelProto:
     return proto
 
 
+LAZY_FILE_BYTES = 16 << 20
+"""From this size a model file's large initializers are not read (:mod:`seqpasses.wire`):
+each is a reference into the file itself, read only where its bytes are needed."""
+
+
 def read_model(
     path: str | os.PathLike[str], name: str | None = None
 ) -> tuple[onnx.ModelProto, Path | None]:
     """The one way a model file comes in, for every entry (optimize, infer_shapes,
     shape_facts, verify, the CLI): :func:`read_proto`, then the data gate
     (:func:`~seqpasses.checks.external.check_external_data`). Returns the protobuf (external
-    data left on disk) and the folder its data lies in (None for a pipe)."""
+    data left on disk) and the folder its data lies in (None for a pipe). A file of
+    :data:`LAZY_FILE_BYTES` or more keeps its large initializers' bytes on disk too: they
+    are references into the file itself (:func:`seqpasses.wire.read_without_weights`)."""
     file = Path(os.fspath(path))
-    proto = read_proto(file)
-    folder = None if is_stream(file) else file.parent
+    stream = is_stream(file)
+    proto = None
+    if not stream and file.is_file() and file.stat().st_size >= LAZY_FILE_BYTES:
+        try:
+            proto = read_without_weights(file, LIGHT_BYTES)
+        except (ValueError, IndexError, DecodeError):
+            proto = None  # (read_proto says what is wrong with it)
+        if proto is not None:
+            check_structure(proto, str(file))
+    if proto is None:
+        proto = read_proto(file)
+    folder = None if stream else file.parent
     check_external_data(proto, folder, name or str(file))
     return proto, folder
 
@@ -115,13 +136,19 @@ def check_structure(proto: onnx.ModelProto, name: str) -> None:
 _TWO_GB = 2**31
 
 
-def external_data_files(proto: onnx.ModelProto, folder: Path) -> set[Path]:
-    """The files a model's external tensors live in, resolved against ``folder``."""
+def external_data_files(
+    proto: onnx.ModelProto, folder: Path, model_file: Path | None = None
+) -> set[Path]:
+    """The files a model's external tensors live in, resolved against ``folder``; not the
+    model's own file (``model_file``), where :func:`read_model` leaves its inline weights."""
     files: set[Path] = set()
+    own = model_file.resolve() if model_file is not None else None
     for _, tensor in external_tensors(proto):
         for entry in tensor.external_data:
             if entry.key == "location":
-                files.add((folder / entry.value).resolve())
+                found = (folder / entry.value).resolve()
+                if found != own:
+                    files.add(found)
     return files
 
 
@@ -266,6 +293,56 @@ def save_ir(model: ir.Model, path: str | os.PathLike[str], external_data: str | 
             ir.save(model, staged, format="protobuf", external_data=external_data)
         else:
             staged.write_bytes(_protobuf(ir.serde.serialize_model(model), Path(path)))
+
+    _staged(path, write)
+
+
+def _initializer(value: ir.Value) -> Initializer:
+    """What :func:`seqpasses.wire.write_model` writes for an initializer: a region of a file
+    for a weight on disk (copied in chunks), else its protobuf (one weight in memory)."""
+    tensor = value.const_value
+    name = value.name or ""
+    assert tensor is not None
+    if isinstance(tensor, ir.ExternalTensor):
+        header = onnx.TensorProto(name=name, data_type=int(tensor.dtype))
+        header.dims.extend(int(d) for d in tensor.shape.numpy())
+        if tensor.doc_string:
+            header.doc_string = tensor.doc_string
+        file = Path(tensor.base_dir or ".") / tensor.location
+        return FileRegion(header, file, tensor.offset or 0, tensor.length or file.stat().st_size)
+    if isinstance(tensor, ir.TensorProtoTensor) and tensor.raw.name == name:
+        raw: onnx.TensorProto = tensor.raw
+        return raw
+    return ir.serde.serialize_tensor(tensor)
+
+
+def save_streamed(skeleton: Skeleton, model: ir.Model, path: str | os.PathLike[str]) -> None:
+    """Write the model ``skeleton`` was made of, its weights inline, atomically: one weight in
+    memory at a time, a weight on disk copied in chunks (:func:`seqpasses.wire.write_model`);
+    the protobuf limit of 2 GB holds as for any inline model."""
+    frame = skeleton.frame()
+    small = {tensor.name: tensor for tensor in skeleton.proto.graph.initializer}
+    initializers = model.graph.initializers
+    tensors = [
+        small[name] if name in small else _initializer(initializers[name])
+        for name in skeleton.order
+    ]
+
+    def write(staged: Path) -> None:
+        write_model(frame, tensors, staged)
+        if staged.stat().st_size >= _TWO_GB:
+            raise BadInputError(
+                f"{path}: the model is larger than 2 GB; write its weights with --external-data"
+            )
+
+    _staged(path, write)
+
+
+def copy_model(source: Path, path: str | os.PathLike[str]) -> None:
+    """Write the model file ``source`` as it is to ``path`` (atomically, in chunks)."""
+
+    def write(staged: Path) -> None:
+        shutil.copyfile(source, staged)
 
     _staged(path, write)
 

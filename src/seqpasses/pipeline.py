@@ -38,6 +38,7 @@ from seqpasses.options import Group, Options
 from seqpasses.passes import FoldSequencesPass
 from seqpasses.passes.input_shapes import fix_input_shapes
 from seqpasses.passes.repair_shapes import repair_declarations
+from seqpasses.progress import stage
 from seqpasses.report import ORIGIN, Report, Rewrite, count_ops
 
 __all__ = ["Loaded", "Result", "load", "optimize_loaded"]
@@ -58,6 +59,7 @@ class Loaded:
     unheld: str = ""
     warnings: list[str] = field(default_factory=list)
     unheld_kind: str = "invalid"  # the reason kind of the ops it leaves (core.sequence)
+    file: Path | None = None  # the model file it was read from (a pipe: None)
     _skeleton: Skeleton | None = field(default=None, repr=False)
 
     def skeleton(self) -> Skeleton:
@@ -184,6 +186,7 @@ def load(
     folder: Path | None = None
     given: ir.Model | None = None
     path: Path | None = None
+    stage("loading")
     if isinstance(source, ir.Model):
         name = name or "model"
         _ir_external_paths(source, name)
@@ -203,18 +206,18 @@ def load(
             path = None
     why = _too_wide(proto, options.max_split)
     if why:  # (before admission: onnx's checker alone walks every one of its outputs)
-        return Loaded(proto, None, name, folder, why, [], "limit")
+        return Loaded(proto, None, name, folder, why, [], "limit", file=path)
     warnings = admit(proto, name, strict=options.strict_input, path=path) if admission else []
     why = unknown_opset(proto)
     if why:
-        return Loaded(proto, None, name, folder, why, warnings, "opset")
+        return Loaded(proto, None, name, folder, why, warnings, "opset", file=path)
     model = given if given is not None else to_ir(proto)
     if isinstance(model, str):
-        return Loaded(proto, None, name, folder, model, warnings, "unknown-sequence")
+        return Loaded(proto, None, name, folder, model, warnings, "unknown-sequence", file=path)
     _set_base_dirs(model, folder)
     _unknown_dims(model)
     number_nodes(model)
-    return Loaded(proto, model, name, folder, "", warnings)
+    return Loaded(proto, model, name, folder, "", warnings, file=path)
 
 
 def run_passes(
@@ -227,6 +230,7 @@ def run_passes(
     ``model`` as it is now (see :class:`FoldSequencesPass`)."""
     report.ops_before = count_ops(model)
     start = time.perf_counter()
+    stage("rewriting sequence ops")
     with no_cycle_collection():
         FoldSequencesPass(options.fold(), report, original)(model)
     report.timings["passes"] = time.perf_counter() - start
@@ -332,7 +336,7 @@ def optimize_loaded(
     except SelfCheckError as error:
         if "more sequence ops" not in str(error) or not options.fold().enabled(Group.STACKED):
             raise
-    again = Loaded(loaded.proto, loaded.fresh(), loaded.name, loaded.folder)
+    again = Loaded(loaded.proto, loaded.fresh(), loaded.name, loaded.folder, file=loaded.file)
     retry = Report(warnings=list(report.warnings))
     result = _optimize_loaded(
         again, options.but(skip=(*options.skip, Group.STACKED)), retry, self_check_result
@@ -377,6 +381,7 @@ def _optimize_loaded(
             from seqpasses.inference import fill_shapes_in_place
 
             start = time.perf_counter()
+            stage("inferring shapes")
             fill_shapes_in_place(model)
             report.timings["shapes"] = time.perf_counter() - start
         _keep_output_declarations(model, loaded.proto)
@@ -386,6 +391,7 @@ def _optimize_loaded(
         report.timings["serialize"] = time.perf_counter() - start
         if self_check_result and (report.changed or shapes or options.inline_functions):
             start = time.perf_counter()
+            stage("self-check: onnx's full check of the result")
             # (onnx's full check, in linear pieces: once, unless the result changes)
             why = passes_checker(result.proto)
             if why and repair_declarations(model, report.notes.append):

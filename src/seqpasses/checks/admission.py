@@ -22,8 +22,10 @@ from pathlib import Path
 import onnx
 import onnx_ir as ir
 
+from seqpasses.checks.external import external_tensors
 from seqpasses.core.pause import no_cycle_collection
 from seqpasses.core.proto import all_proto_graphs
+from seqpasses.core.skeleton import proto_skeleton
 from seqpasses.errors import BadInputError, first_line
 
 __all__ = ["admit", "checker_complaints", "runtime_says", "to_ir", "unknown_opset"]
@@ -34,11 +36,18 @@ _LISTED = 3
 
 def checker_complaints(model: onnx.ModelProto, path: Path | None = None) -> list[str]:
     """What ``onnx.checker`` says of the model (empty when it passes), one line each: the
-    model as a whole (a path is checked as a file, for models over 2 GB), then each
-    model-local function on its own."""
+    model as a whole, then each model-local function on its own. The checker reads the
+    model's skeleton (:mod:`seqpasses.core.skeleton`): the weights' dims and dtypes, never
+    their bytes, whatever the model's size (the data gate checked where they lie); a model
+    with external data elsewhere than in its main graph's initializers (a Constant's value)
+    is checked as a file, so that the checker looks for it in the model's folder."""
     complaints: list[str] = []
+    skeleton = proto_skeleton(model).proto
     try:
-        onnx.checker.check_model(os.fspath(path) if path is not None else model)
+        if path is not None and external_tensors(skeleton):
+            onnx.checker.check_model(os.fspath(path))
+        else:
+            onnx.checker.check_model(skeleton)
     except Exception as error:
         complaints.append(first_line(error))
     if model.functions:

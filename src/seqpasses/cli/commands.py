@@ -121,7 +121,10 @@ def _optimize(args: argparse.Namespace) -> int:
             report=args.report,
             timeout=args.timeout,
         )
-    outcome = run_job(job(args.input, args.output, args.report))
+    from seqpasses import progress
+
+    with progress.shown(sys.stderr.isatty() and not args.quiet):
+        outcome = run_job(job(args.input, args.output, args.report))
     report, verdict = outcome.report, outcome.verdict
     for warning in report.warnings:
         print(f"seqpasses: warning: {warning}", file=sys.stderr)

@@ -25,18 +25,22 @@ import onnx
 from seqpasses.errors import BadInputError
 from seqpasses.io import (
     Destination,
+    copy_model,
     destination,
     external_data_files,
     save_ir,
     save_proto,
+    save_streamed,
     with_external_data,
     write_text,
 )
 from seqpasses.options import Options
 from seqpasses.passes.input_shapes import with_input_shapes
-from seqpasses.pipeline import load, optimize_loaded
+from seqpasses.pipeline import Loaded, load, optimize_loaded
+from seqpasses.progress import stage
 from seqpasses.report import Report
 from seqpasses.verification import VerifyReport, verify
+from seqpasses.verification.engines import Held
 from seqpasses.verification.inputs import check_inputs
 
 __all__ = ["CHECK_BUDGET_S", "Job", "Outcome", "check_report_path", "plan_writes", "run_job"]
@@ -195,7 +199,7 @@ def run_job(job: Job) -> Outcome:
     timings: dict[str, float] = {}
     loaded = load(job.input, job.options)
     timings["load"] = time.perf_counter() - start
-    input_data = external_data_files(loaded.proto, job.input.parent)
+    input_data = external_data_files(loaded.proto, job.input.parent, loaded.file)
     external = job.external_data
     if external is None and input_data:
         external = ""
@@ -209,25 +213,20 @@ def run_job(job: Job) -> Outcome:
         if job.check:
             notes.append("not checked: the model is written unchanged")
         start = time.perf_counter()
-        full = with_external_data(loaded.proto, job.input.parent) if input_data else loaded.proto
-        save_proto(full, job.output, external)
+        _write_as_given(loaded, job.output, external, bool(input_data))
         timings["save"] = time.perf_counter() - start
         return Outcome(report, None, notes, timings)
     verdict = None
     if job.check:
         start = time.perf_counter()
-        before, after = loaded.proto, result.proto
+        folder = job.input.parent
+        before = Held(loaded.proto, folder)
         shapes = job.options.shapes()
         if shapes:  # the original, run on inputs of the fixed shapes
-            before = with_input_shapes(before, shapes)
-        if input_data:
-            before, after = (
-                with_external_data(before, job.input.parent),
-                with_external_data(after, job.input.parent),
-            )
+            before = before.but(with_input_shapes(loaded.proto, shapes))
         verdict = verify(
             before,
-            after,
+            Held(result.proto, folder),  # (weights on disk stay there: ONNX Runtime maps them)
             runs=job.check_runs,
             strict_spec=job.options.strict_spec,
             inputs=inputs,
@@ -238,6 +237,7 @@ def run_job(job: Job) -> Outcome:
         if verdict.status == "mismatch":
             return Outcome(report, verdict, [], timings)
     start = time.perf_counter()
+    stage("saving")
     if job.options.inline_functions:
         proto = with_external_data(result.proto, job.input.parent) if input_data else result.proto
         save_proto(proto, job.output, external)
@@ -245,9 +245,22 @@ def run_job(job: Job) -> Outcome:
         assert result.model is not None
         save_ir(result.model, job.output, external)
     else:
-        save_proto(result.proto, job.output, None)
+        assert result.model is not None
+        save_streamed(result.skeleton, result.model, job.output)
     timings["save"] = time.perf_counter() - start
     return Outcome(report, verdict, [], timings)
+
+
+def _write_as_given(loaded: Loaded, output: Path, external: str | None, data: bool) -> None:
+    """Write the input as it was: its file's bytes; with external data (the input's own, or
+    asked for), through onnx_ir, a weight at a time; a model onnx_ir cannot hold, whole."""
+    if not data and external is None and loaded.file is not None:
+        copy_model(loaded.file, output)
+    elif loaded.model is not None and external is not None:
+        save_ir(loaded.fresh(), output, external)
+    else:
+        full = with_external_data(loaded.proto, loaded.folder)
+        save_proto(full, output, external)
 
 
 def write_report(path: Path, data: dict[str, Any]) -> None:

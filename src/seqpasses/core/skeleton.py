@@ -39,6 +39,23 @@ class Skeleton:
     hidden: set[str]
     inputs_before: set[str]  # hidden initializers that were graph inputs in the model
 
+    def frame(self) -> onnx.ModelProto:
+        """The model without any main-graph initializer (the hidden ones no longer graph
+        inputs unless they were): what :func:`seqpasses.wire.write_model` writes around
+        them."""
+        model = onnx.ModelProto()
+        model.CopyFrom(self.proto)
+        graph = model.graph
+        del graph.initializer[:]
+        kept = [
+            info
+            for info in graph.input
+            if info.name not in self.hidden or info.name in self.inputs_before
+        ]
+        del graph.input[:]
+        graph.input.extend(kept)
+        return model
+
     def full(self, weights: dict[str, onnx.TensorProto]) -> onnx.ModelProto:
         """The model whole: a copy of ``proto`` with the hidden initializers back (from
         ``weights``, by name), in their order, no longer graph inputs unless they were."""

@@ -30,26 +30,36 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
-from seqpasses.io import read_model, with_external_data
+from seqpasses.io import read_model
 from seqpasses.verification.each import verify_each
-from seqpasses.verification.engines import ort_missing
+from seqpasses.verification.engines import Held, ort_missing
 from seqpasses.verification.report import EngineResult, VerifyReport
 from seqpasses.verification.shared import REGION_MIN_NODES, verify_shared
 from seqpasses.verification.values import compare
 
-__all__ = ["REGION_MIN_NODES", "EngineResult", "ModelLike", "VerifyReport", "compare", "verify"]
+__all__ = [
+    "REGION_MIN_NODES",
+    "EngineResult",
+    "Held",
+    "ModelLike",
+    "VerifyReport",
+    "compare",
+    "verify",
+]
 
-ModelLike = onnx.ModelProto | ir.Model | str | os.PathLike[str]
+ModelLike = onnx.ModelProto | ir.Model | str | os.PathLike[str] | Held
 
 
-def _proto(model: ModelLike) -> onnx.ModelProto:
-    """A ModelProto with its weights in memory (a path's external data is loaded, through the
-    gate every entry passes: :func:`seqpasses.io.read_model`)."""
-    if isinstance(model, onnx.ModelProto):
+def _held(model: ModelLike) -> Held:
+    """A model to run: a path is read through the gate every entry passes
+    (:func:`seqpasses.io.read_model`), its weights left on disk for ONNX Runtime to map."""
+    if isinstance(model, Held):
         return model
+    if isinstance(model, onnx.ModelProto):
+        return Held(model)
     if isinstance(model, ir.Model):
-        return ir.serde.serialize_model(model)
-    return with_external_data(*read_model(model))
+        return Held(ir.serde.serialize_model(model))
+    return Held(*read_model(model))
 
 
 def verify(
@@ -78,9 +88,9 @@ def verify(
     ``budget_s`` bounds the seconds of each evaluator, failed runs included: it compares one
     input set, and more only while one more fits, saying so in the notes.
     """
-    first, second = _proto(before), _proto(after)
-    names = [out.name for out in first.graph.output]
-    if names != [out.name for out in second.graph.output]:
+    first, second = _held(before), _held(after)
+    names = [out.name for out in first.proto.graph.output]
+    if names != [out.name for out in second.proto.graph.output]:
         return VerifyReport(mismatch="graph output names differ")
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")  # (numpy's overflow warnings in reference kernels)

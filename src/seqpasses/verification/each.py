@@ -8,9 +8,14 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-import onnx
-
-from seqpasses.verification.engines import Runner, ort_missing, outcome, reference, runtime
+from seqpasses.verification.engines import (
+    Held,
+    Runner,
+    ort_missing,
+    outcome,
+    reference,
+    runtime,
+)
 from seqpasses.verification.inputs import DrawError, random_inputs
 from seqpasses.verification.report import EngineResult, VerifyReport
 from seqpasses.verification.values import compare
@@ -19,8 +24,8 @@ __all__ = ["verify_each"]
 
 
 def verify_each(
-    before: onnx.ModelProto,
-    after: onnx.ModelProto,
+    before: Held,
+    after: Held,
     *,
     runs: int,
     seed: int,
@@ -35,7 +40,7 @@ def verify_each(
     (``failures="skip"``) or must fail on the optimized model too (``"must_match"``)."""
     first, second = before, after
     report = VerifyReport()
-    names = [out.name for out in first.graph.output]
+    names = [out.name for out in first.proto.graph.output]
     engines: list[tuple[EngineResult, Runner | str, Runner | str]] = [
         (
             EngineResult("onnx.reference"),
@@ -65,7 +70,7 @@ def verify_each(
             break
         chosen = given[draw] if given is not None else {}
         try:
-            feeds = random_inputs(first, seed + draw, given=chosen)
+            feeds = random_inputs(first.proto, seed + draw, given=chosen)
         except DrawError as error:
             for result, _, _ in active:
                 failed_first.setdefault(result.name, str(error))

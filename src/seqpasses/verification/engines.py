@@ -6,14 +6,59 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import onnx
 
-__all__ = ["Runner", "error_line", "ort_missing", "ort_session", "outcome", "reference", "runtime"]
+__all__ = [
+    "Held",
+    "Runner",
+    "error_line",
+    "ort_missing",
+    "ort_session",
+    "outcome",
+    "reference",
+    "runtime",
+]
 
 Runner = Callable[[dict[str, Any]], list[Any]]
+
+_TWO_GB = 2**31
+
+REFERENCE_MAX_BYTES = 256 << 20
+"""The most bytes of weights ``onnx.reference`` is given a model whole with (it holds each as
+a numpy array): above, it runs only the region a rewrite changed."""
+
+
+@dataclass(frozen=True)
+class Held:
+    """A model to run: its protobuf, whose large weights may stay on disk (external data,
+    the model file's own bytes: :mod:`seqpasses.wire`), and the folder they lie in."""
+
+    proto: onnx.ModelProto
+    folder: Path | None = None
+
+    def but(self, proto: onnx.ModelProto) -> Held:
+        """Another model whose weights lie in the same folder (a part, more outputs)."""
+        return Held(proto, self.folder)
+
+    @property
+    def weight_bytes(self) -> int:
+        """The bytes of the weights the protobuf does not hold (0 when it holds them all)."""
+        total = 0
+        for tensor in self.proto.graph.initializer:
+            if tensor.data_location == onnx.TensorProto.EXTERNAL:
+                entries = {e.key: e.value for e in tensor.external_data}
+                total += int(entries.get("length", "0") or 0)
+        return total
+
+    def whole(self) -> onnx.ModelProto:
+        """The protobuf with every weight in memory (a copy when any lies on disk)."""
+        from seqpasses.io import with_external_data
+
+        return with_external_data(self.proto, self.folder)
 
 
 def error_line(error: BaseException) -> str:
@@ -22,19 +67,37 @@ def error_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
 
 
-def ort_session(model: onnx.ModelProto | Path) -> Any:
-    """An ONNX Runtime session on the CPU with graph optimizations off (a path is loaded as a
-    file, external data and all). Raises what ONNX Runtime raises."""
+def ort_session(model: onnx.ModelProto | Path | Held) -> Any:
+    """An ONNX Runtime session on the CPU with graph optimizations off. A path is loaded as a
+    file; a held model from memory, its weights on disk read (mapped) by ONNX Runtime from
+    the model's folder, never copied by seqpasses. Raises what ONNX Runtime raises, and
+    ValueError for a model protobuf cannot hand over (2 GB or more in memory)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.log_severity_level = 4
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    source = os.fspath(model) if isinstance(model, Path) else model.SerializeToString()
+    if isinstance(model, Path):
+        return ort.InferenceSession(os.fspath(model), options, providers=["CPUExecutionProvider"])
+    held = model if isinstance(model, Held) else Held(model)
+    try:
+        size = held.proto.ByteSize()
+    except Exception:  # (protobuf's EncodeError: a message past 2 GB has no size)
+        size = _TWO_GB
+    if size >= _TWO_GB:
+        raise ValueError(
+            "the model holds 2 GB or more in memory, which protobuf cannot hand to ONNX "
+            "Runtime (give it as a file, its weights in external data)"
+        )
+    if held.folder is not None:
+        options.add_session_config_entry(
+            "session.model_external_initializers_file_folder_path", os.fspath(held.folder)
+        )
+    source = held.proto.SerializeToString()
     return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
 
 
-def runtime(model: onnx.ModelProto) -> Runner | str:
+def runtime(model: Held) -> Runner | str:
     """A runner on ONNX Runtime, or why there is none."""
     try:
         session = ort_session(model)
@@ -43,14 +106,21 @@ def runtime(model: onnx.ModelProto) -> Runner | str:
     return lambda feeds: list(session.run(None, feeds))
 
 
-def reference(model: onnx.ModelProto, strict_spec: bool) -> Runner | str:
-    """A runner on ``onnx.reference`` with seqpasses' kernel overrides, or why there is none."""
+def reference(model: Held, strict_spec: bool) -> Runner | str:
+    """A runner on ``onnx.reference`` with seqpasses' kernel overrides, or why there is none
+    (its weights read into memory: at most :data:`REFERENCE_MAX_BYTES` of them)."""
     from onnx.reference import ReferenceEvaluator
 
     from seqpasses.verification.kernels import overrides
 
+    size = model.weight_bytes
+    if size > REFERENCE_MAX_BYTES:
+        return (
+            f"its weights on disk ({size / 2**30:.1f} GiB) are more than onnx.reference is "
+            f"given whole ({REFERENCE_MAX_BYTES >> 20} MiB)"
+        )
     try:
-        evaluator = ReferenceEvaluator(model, new_ops=overrides(strict_spec))
+        evaluator = ReferenceEvaluator(model.whole(), new_ops=overrides(strict_spec))
     except Exception as error:
         return error_line(error)
     return lambda feeds: list(evaluator.run(None, feeds))

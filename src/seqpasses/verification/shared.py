@@ -10,10 +10,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import onnx
-
+from seqpasses.progress import stage
 from seqpasses.verification.each import verify_each
-from seqpasses.verification.engines import Runner, outcome, reference, runtime
+from seqpasses.verification.engines import Held, Runner, outcome, reference, runtime
 from seqpasses.verification.inputs import DrawError, random_inputs
 from seqpasses.verification.region import Region, changed_region, with_outputs
 from seqpasses.verification.report import EngineResult, VerifyReport
@@ -24,6 +23,10 @@ __all__ = ["REGION_MIN_NODES", "verify_shared"]
 REGION_MIN_NODES = 200
 """From this many main-graph nodes, onnx.reference interprets only the changed region (its
 inputs captured from ONNX Runtime's run of the original) instead of the whole models."""
+
+REGION_MIN_BYTES = 64 << 20
+"""From this many bytes of weights on disk, too: onnx.reference gets the region's weights only
+(usually none), where it would read every weight of both models into memory."""
 
 _SCALES = (1, 4, 16, 64, 256)
 """How much larger each retry draws the dims the model leaves free, after the original fails
@@ -44,7 +47,7 @@ def _clip(text: str, width: int = 160) -> str:
 
 
 def _draws(
-    first: onnx.ModelProto,
+    first: Held,
     judge: Runner,
     result: EngineResult,
     *,
@@ -69,7 +72,7 @@ def _draws(
         scale = _SCALES[min(scale_index, len(_SCALES) - 1)]
         chosen = given[draw] if given is not None else {}
         try:
-            feeds = random_inputs(first, seed + draw, scale=scale, given=chosen)
+            feeds = random_inputs(first.proto, seed + draw, scale=scale, given=chosen)
         except DrawError as refused:
             result.why = str(refused)
             break
@@ -88,8 +91,8 @@ def _draws(
 
 
 def verify_shared(
-    first: onnx.ModelProto,
-    second: onnx.ModelProto,
+    first: Held,
+    second: Held,
     runs: int,
     seed: int,
     strict_spec: bool,
@@ -97,22 +100,26 @@ def verify_shared(
     budget_s: float | None,
     whole: bool,
 ) -> VerifyReport:
-    """Both evaluators on the input sets ONNX Runtime runs the original on (see :func:`verify`)."""
+    """Both evaluators on the input sets ONNX Runtime runs the original on (see :func:`verify`).
+    One ONNX Runtime session lives at a time: the original's runs first, then the optimized
+    model's (their weights, on disk, are mapped by ONNX Runtime, not copied)."""
     report = VerifyReport()
     ref, ort = EngineResult("onnx.reference"), EngineResult("onnxruntime")
     report.results = [ref, ort]
-    names = [out.name for out in first.graph.output]
+    names = [out.name for out in first.proto.graph.output]
     region: Region | None = None
+    heavy = max(first.weight_bytes, second.weight_bytes) > REGION_MIN_BYTES
+    large = len(first.proto.graph.node) >= REGION_MIN_NODES or heavy
     if not whole:
-        found = changed_region(first, second)
+        found = changed_region(first.proto, second.proto)
         if isinstance(found, str):
-            if len(first.graph.node) >= REGION_MIN_NODES:
+            if large:
                 report.notes.append(f"onnx.reference runs the whole models ({found})")
-        elif found.empty or len(first.graph.node) >= REGION_MIN_NODES:
+        elif found.empty or large:
             region = found
     captured = region.captured if region is not None else []
-    judge = runtime(with_outputs(first, captured) if captured else first)
-    optimized = runtime(second)
+    stage("--check: onnxruntime runs the original")
+    judge = runtime(first.but(with_outputs(first.proto, captured)) if captured else first)
     if isinstance(judge, str):  # each evaluator on its own (ONNX Runtime says why it cannot)
         return verify_each(
             first,
@@ -126,6 +133,7 @@ def verify_shared(
             budget_s=budget_s,
         )
     draws, error = _draws(first, judge, ort, runs=runs, seed=seed, given=inputs, budget_s=budget_s)
+    del judge  # (the original's session goes before the optimized model's comes)
     if not draws:
         ort.why = ort.why or (
             f"could not run the original on any input set ({_clip(error)}); {_HINT}"
@@ -139,6 +147,8 @@ def verify_shared(
             f"({_clip(error)}); those were not compared, and each next draw made the free "
             "dims larger"
         )
+    stage("--check: onnxruntime runs the optimized model")
+    optimized = runtime(second)
     for draw in draws:
         start = time.perf_counter()
         after, error = outcome(optimized, draw.feeds)
@@ -154,8 +164,10 @@ def verify_shared(
                 report.mismatch = f"{draw.where}: onnxruntime: {diff}"
                 return report
         ort.compared += 1
+    del optimized
+    stage("--check: onnx.reference runs " + ("the changed region" if region else "both models"))
     if region is not None:
-        _reference_region(report, ref, region, draws, names, strict_spec, budget_s)
+        _reference_region(report, ref, region, first, draws, names, strict_spec, budget_s)
     else:
         _reference_whole(report, ref, first, second, draws, names, strict_spec, budget_s)
     return report
@@ -218,8 +230,8 @@ def _compare_runs(
 def _reference_whole(
     report: VerifyReport,
     ref: EngineResult,
-    first: onnx.ModelProto,
-    second: onnx.ModelProto,
+    first: Held,
+    second: Held,
     draws: list[_Draw],
     names: list[str],
     strict_spec: bool,
@@ -247,6 +259,7 @@ def _reference_region(
     report: VerifyReport,
     ref: EngineResult,
     region: Region,
+    first: Held,
     draws: list[_Draw],
     names: list[str],
     strict_spec: bool,
@@ -256,7 +269,8 @@ def _reference_region(
     if region.empty:
         ref.why = "compared nothing: the rewrite changed no node of the main graph"
         return
-    before, after = reference(region.before, strict_spec), reference(region.after, strict_spec)
+    before = reference(first.but(region.before), strict_spec)
+    after = reference(first.but(region.after), strict_spec)
     if isinstance(before, str):
         ref.why = f"could not load the original's changed region ({_clip(before)})"
         return
