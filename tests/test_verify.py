@@ -336,3 +336,41 @@ def test_when_no_input_set_runs_the_line_is_short_and_says_what_to_give() -> Non
     line = str(report)
     assert "--check-inputs FILE.npz" in line and "--input-shape" in line
     assert len(line) < 600, line
+
+
+def _chain_reading_an_element(links: int = 220) -> onnx.ModelProto:
+    """A list of two values of a long chain, one read by a SequenceAt into a Relu: optimized,
+    the Relu reads the value itself, made by an unchanged node."""
+    chain = "\n".join(f"  r{k + 1} = Neg(r{k})" for k in range(links))
+    return onnx.parser.parse_model(f"""<ir_version: 8, opset_import: ["" : 18]>
+g (float[3,4] r0) => (float[3,4] y) {{
+{chain}
+  s = SequenceConstruct(r{links - 1}, r{links})
+  one = Constant<value = int64 {{1}}>()
+  e = SequenceAt(s, one)
+  y = Sigmoid(e)
+}}""")
+
+
+def test_the_region_stops_where_a_consumer_reads_an_unchanged_value_instead() -> None:
+    # (a conv net's Conv reading a list's element, as in timm's VoVNet: the Conv is not part
+    # of what onnx.reference interprets, the meeting of its two inputs is compared)
+    from seqpasses.verification.region import changed_region
+
+    model = _chain_reading_an_element()
+    optimized = seqpasses.optimize(model)
+    region = changed_region(model, optimized)
+    assert not isinstance(region, str)
+    assert {n.op_type for n in region.before.graph.node} <= {
+        "SequenceConstruct",
+        "SequenceAt",
+        "Constant",
+    }
+    assert region.outputs == [("e", "r220")]
+    assert seqpasses.verify(model, optimized).status == "verified"
+    wrong = onnx.ModelProto()
+    wrong.CopyFrom(optimized)
+    reader = next(n for n in wrong.graph.node if n.op_type == "Sigmoid")
+    reader.input[0] = "r219"  # the other element: caught at the meeting
+    report = seqpasses.verify(model, wrong)
+    assert report.status == "mismatch", str(report)

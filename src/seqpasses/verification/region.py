@@ -80,7 +80,7 @@ def _part(
     outputs: list[str],
 ) -> onnx.ModelProto:
     initializers = {init.name: init for init in model.graph.initializer}
-    wanted = set()
+    wanted = set(outputs)  # (an initializer may be a meeting's side, passed through)
     for node in nodes:
         wanted |= _reads(node)
     graph = onnx.helper.make_graph(
@@ -122,10 +122,16 @@ def changed_region(before: onnx.ModelProto, after: onnx.ModelProto) -> Region | 
     new = [n for n in after.graph.node if _key(n) not in kept_keys]
     made_old = {name for node in old for name in node.output if name}
     made_new = {name for node in new for name in node.output if name}
+    # what both models have outside the region: a value of an unchanged node, a graph
+    # input, an initializer of the same name
+    common = {name for node in kept for name in node.output if name}
+    common |= {i.name for i in before.graph.input}
+    common |= {i.name for i in before.graph.initializer} & {i.name for i in after.graph.initializer}
     # a consumer that only reads a rewritten value under its new name is not part of the
-    # region: the two names meet at its inputs instead (a Conv after a lowered split), and
-    # what reads its output inside the region is given the original's value (sound: every
-    # such meeting is compared, so the values downstream of it are the same on both sides)
+    # region: the two names meet at its inputs instead (a Conv after a lowered split, reading
+    # the element itself where it read a SequenceAt of a list of it), and what reads its
+    # output inside the region is given the original's value (sound: every such meeting is
+    # compared, so the values downstream of it are the same on both sides)
     pairs: list[tuple[str, str]] = []
     by_outputs = {tuple(node.output): node for node in new}
     peeled_old, peeled_new = [], []
@@ -135,7 +141,12 @@ def changed_region(before: onnx.ModelProto, after: onnx.ModelProto) -> Region | 
         if (
             twin is None
             or renamed is None
-            or not all(a in made_old and b in made_new for a, b in renamed)
+            or not all(
+                (a in made_old or b in made_new)
+                and (a in made_old or a in common)
+                and (b in made_new or b in common)
+                for a, b in renamed
+            )
         ):
             continue
         peeled_old.append(node)
@@ -165,6 +176,8 @@ def changed_region(before: onnx.ModelProto, after: onnx.ModelProto) -> Region | 
     reads: set[str] = set()
     for node in (*old, *new):
         reads |= _reads(node)
+    # a side of a meeting its part does not make is passed through it (an input of the part)
+    reads |= {a for a, _ in pairs if a not in made_old} | {b for _, b in pairs if b not in made_new}
     free = reads - made_old - made_new - initializers
     graph_inputs = {i.name for i in before.graph.input}
     unknown = free - graph_inputs - made_kept
