@@ -16,7 +16,7 @@ from seqpasses.passes.narrow_splits import narrow_splits
 from seqpasses.passes.record_left import RecordLeftPass
 from seqpasses.passes.repair_shapes import RepairShapesPass, repair_declarations
 from seqpasses.passes.walk import WalkPass, main_opset
-from seqpasses.report import Report
+from seqpasses.report import Report, count_ops
 
 __all__ = ["FoldSequencesPass"]
 
@@ -56,7 +56,19 @@ class FoldSequencesPass(ir.passes.InPlacePass):
         self.report = report if report is not None else Report()
         self.original = original
 
+    def __call__(self, model: ir.Model | ir.passes.PassResult) -> ir.passes.PassResult:
+        if not isinstance(model, ir.Model | ir.passes.PassResult):
+            raise TypeError(
+                f"FoldSequencesPass runs on an onnx_ir.Model, not {type(model).__name__}: "
+                "for a ModelProto, use seqpasses.optimize(model) or "
+                "FoldSequencesPass()(onnx_ir.from_proto(model))"
+            )
+        return super().__call__(model)
+
     def call(self, model: ir.Model) -> ir.passes.PassResult:
+        """Fold ``model`` in place; the report gets the op counts before and after, every
+        rewrite and every op left with its reason (as ``optimize`` reports)."""
+        self.report.ops_before = count_ops(model)
         main_opset(model)  # (a model without an ONNX opset is refused before anything runs)
         carriers = (
             set() if not self.options.enabled(Group.FUNCTION_INLINE) else sequence_functions(model)
@@ -67,6 +79,7 @@ class FoldSequencesPass(ir.passes.InPlacePass):
             modified = fold_with_functions_inlined(
                 model, carriers, self._fold, self.report, self.original
             )
+        self.report.ops_after = count_ops(model)
         return ir.passes.PassResult(model, modified=modified)
 
     def _fold(self, model: ir.Model, report: Report) -> bool:

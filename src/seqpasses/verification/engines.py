@@ -54,6 +54,12 @@ class Held:
                 total += int(entries.get("length", "0") or 0)
         return total
 
+    @property
+    def initializer_bytes(self) -> int:
+        """The bytes of all the main graph's initializers, in memory or on disk."""
+        inline = sum(len(t.raw_data) for t in self.proto.graph.initializer)
+        return inline + self.weight_bytes
+
     def whole(self) -> onnx.ModelProto:
         """The protobuf with every weight in memory (a copy when any lies on disk)."""
         from seqpasses.io import with_external_data
