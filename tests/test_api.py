@@ -149,3 +149,33 @@ def test_op_counts_agree_on_a_model_proto_and_an_ir_model(name: str) -> None:
     assert seqpasses.count_sequence_ops(proto) == sequence_op_count(proto) > 0
     if name == "torch/ts_rnn_cell":  # the Loop body's nodes are counted too
         assert counts["SequenceInsert"] == 1 and counts["Loop"] == 1
+
+
+def test_the_onnx_ir_pass_reports_as_optimize_does() -> None:
+    import onnx_ir as ir
+
+    path = SAMPLES / "torch" / "ts_list_edits.onnx"
+    by_pass = seqpasses.Report()
+    result = seqpasses.FoldSequencesPass(None, by_pass)(ir.load(path))
+    by_optimize = seqpasses.Report()
+    seqpasses.optimize(path, report=by_optimize)
+    assert result.modified
+    assert by_pass.sequence_ops_before == 9 == by_optimize.sequence_ops_before
+    assert by_pass.ops_after == by_optimize.ops_after
+    assert by_pass.summary() == by_optimize.summary() == "sequence ops: 9 -> 0, 4 rewrites, 0 left"
+    assert [r.rule for r in by_pass.rewrites] == [r.rule for r in by_optimize.rewrites]
+    assert "ConcatFromSequence" in by_pass.table()
+
+
+def test_the_onnx_ir_pass_refuses_a_model_proto_in_one_line() -> None:
+    with pytest.raises(TypeError, match=r"runs on an onnx_ir\.Model, not ModelProto"):
+        seqpasses.FoldSequencesPass()(onnx.load(SAMPLES / "torch" / "ts_list_edits.onnx"))
+
+
+def test_fold_options_refuse_what_optimize_refuses() -> None:
+    with pytest.raises(ValueError, match="unknown pass nosuch"):
+        seqpasses.FoldOptions(disabled=frozenset({"nosuch"}))
+    with pytest.raises(ValueError, match="unknown pass nosuch"):
+        seqpasses.optimize(onnx.load(SAMPLES / "unbind_stack.onnx"), skip=["nosuch"])
+    with pytest.raises(ValueError, match="--max-split must be at least 1"):
+        seqpasses.FoldOptions(max_split=0)

@@ -141,3 +141,27 @@ def test_folder_mode_names_each_model_it_could_not_verify(tmp_path: Path) -> Non
     assert "1 not verified" in result.stdout
     line = next(li for li in result.stdout.splitlines() if li.startswith("  not verified:"))
     assert line.startswith("  not verified: custom.onnx: onnx.reference could not load")
+
+
+def test_folder_mode_counts_and_names_the_models_it_did_not_check(tmp_path: Path) -> None:
+    # models written unchanged are not compared: the summary, their lines and the JSON say so
+    source = tmp_path / "in"
+    source.mkdir()
+    shutil.copy(SAMPLES / "unbind_stack.onnx", source / "a.onnx")
+    for name in ("sklearn_logreg", "silero_vad"):
+        shutil.copy(SAMPLES / "wild" / f"{name}.onnx", source / f"{name}.onnx")
+    report = tmp_path / "report.json"
+    result = run_cli("optimize", source, "-o", tmp_path / "out", "--check", "--report", report)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "3 models: 1 optimized, 2 unchanged, 0 failed, 2 not checked (written unchanged)" in (
+        result.stdout
+    )
+    assert (
+        "  not checked: silero_vad.onnx: written unchanged: it holds no sequence or optional op"
+        in (result.stdout)
+    )
+    assert "sklearn_logreg.onnx: sequence ops 0 -> 0 (" in result.stdout
+    assert ", not checked)" in result.stdout
+    totals = json.loads(report.read_text())["totals"]
+    assert totals["not_checked"] == 2 and totals["not_verified"] == 0
+    assert totals["not_checked_models"] == ["silero_vad.onnx", "sklearn_logreg.onnx"]

@@ -335,3 +335,36 @@ def test_quiet_prints_nothing_on_success_even_with_check(tmp_path: Path) -> None
     result = run_cli("optimize", model, "-o", tmp_path / "o.onnx", "--check", "-q")
     assert result.returncode == 0, result.stderr
     assert result.stdout == "" and result.stderr == ""
+
+
+def test_a_usage_error_is_one_line_with_where_to_look(tmp_path: Path) -> None:
+    result = run_cli("optimize", SAMPLES / "unbind_stack.onnx")
+    assert result.returncode == 2
+    assert result.stderr == (
+        "seqpasses optimize: error: the following arguments are required: -o/--output "
+        "(see seqpasses optimize --help)\n"
+    )
+
+
+def test_ctrl_c_says_nothing_was_written(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import hostile
+
+    model = hostile.nested_loops(tmp_path, depth=3, trips=64)
+    out = tmp_path / "out.onnx"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "seqpasses", "optimize", str(model), "-o", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(1.5)  # (past the imports: inside the run)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert stderr == "seqpasses: interrupted, nothing written\n"
+    assert not out.exists() and not list(tmp_path.glob(".out.onnx*"))

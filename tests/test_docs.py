@@ -2,7 +2,9 @@
 
 Each Markdown file runs in order, in a copy of the repository's models of its own:
 
-- ```python blocks run in one namespace per file. A block that imports an optional package
+- ```python blocks run each alone, in a fresh interpreter namespace, as a reader pastes one;
+  on a page that says, in those words, that its examples continue each other
+  (:data:`CONTINUED`), in one namespace per page. A block that imports an optional package
   (``import torch``, ``from onnxscript import ...``, ``import openvino``) is skipped when that
   package is not installed; the suite never depends on them.
 - plain ``` blocks start with ``$ seqpasses`` and run that command; the lines after it are its
@@ -42,6 +44,7 @@ LINKED = [*PAGES, ROOT / "CHANGELOG.md"]
 # Packages no extra of `pip install -e ".[test,backends]"` is needed for, or that only some
 # extras bring: an example that imports one is skipped without it.
 OPTIONAL = ("torch", "onnxscript", "openvino")
+CONTINUED = "The Python examples on this page continue each other"
 # So that `python -m seqpasses` in a child process runs the seqpasses this test imported
 # (from the checkout under test), whatever the working directory.
 SOURCE = str(Path(seqpasses.__file__).resolve().parent.parent)
@@ -182,7 +185,9 @@ def test_example(
         package = _needs(block)
         if package is not None:
             pytest.importorskip(package)
-        namespace = namespaces.setdefault(block.page, {"__name__": block.page.stem})
+        namespace: dict[str, Any] = {"__name__": block.page.stem}  # (each block alone...)
+        if CONTINUED in block.page.read_text(encoding="utf-8"):  # (...unless the page says)
+            namespace = namespaces.setdefault(block.page, namespace)
         exec(compile(block.text, block.where, "exec"), namespace)
     elif block.language == "bash":
         for command in _bash_commands(block.text):

@@ -90,9 +90,20 @@ def select_rewrites(
     return frozenset(disabled)
 
 
+def _check_limits(max_unroll: int, max_split: int, node_budget: int | None) -> None:
+    if max_unroll < 0:
+        raise ValueError("--max-unroll must be 0 or more")
+    if max_split < 1:
+        raise ValueError("--max-split must be at least 1")
+    if node_budget is not None and node_budget < 0:
+        raise ValueError("--node-budget must be 0 or more")
+
+
 @dataclass(frozen=True)
 class FoldOptions:
-    """What the passes read.
+    """What the passes read: the options of :class:`~seqpasses.FoldSequencesPass` (an onnx_ir
+    pass in a pipeline), a part of :class:`Options` (one ``optimize`` run, which adds what the
+    run does around the passes: admission, input shapes, inlining, shape filling).
 
     ``freeze_inputs``: treat initializers that are also graph inputs as constants (a caller
     could override them at run time, so by default they are not).
@@ -108,6 +119,14 @@ class FoldOptions:
     max_unroll: int = DEFAULT_MAX_UNROLL
     max_split: int = DEFAULT_MAX_SPLIT
     node_budget: int | None = None
+
+    def __post_init__(self) -> None:
+        """ValueError, with one line, for a value that makes no sense (as :class:`Options`
+        says it): a group name no rewrite has, a negative limit."""
+        unknown = sorted(set(self.disabled) - set(GROUPS))
+        if unknown:
+            raise ValueError(f"unknown pass {', '.join(unknown)}; known: {', '.join(GROUPS)}")
+        _check_limits(self.max_unroll, self.max_split, self.node_budget)
 
     def enabled(self, group: Group) -> bool:
         """Whether the rewrites of ``group`` may run."""
@@ -159,12 +178,7 @@ class Options:
     def validate(self) -> None:
         """ValueError, with one line, for a value that makes no sense."""
         select_rewrites(self.skip, self.only)
-        if self.max_unroll < 0:
-            raise ValueError("--max-unroll must be 0 or more")
-        if self.max_split < 1:
-            raise ValueError("--max-split must be at least 1")
-        if self.node_budget is not None and self.node_budget < 0:
-            raise ValueError("--node-budget must be 0 or more")
+        _check_limits(self.max_unroll, self.max_split, self.node_budget)
 
     def fold(self) -> FoldOptions:
         return FoldOptions(

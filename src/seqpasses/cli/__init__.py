@@ -30,7 +30,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BadInputError as error:
         print(f"seqpasses: error: {error}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # (Ctrl-C: every write is a rename at the end, or none)
+        print("seqpasses: interrupted, nothing written", file=sys.stderr)
         return 130
     except BrokenPipeError:  # the reader went away (| head): nothing more to say
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (stays open until the interpreter exits)

@@ -37,7 +37,8 @@ class ModelResult:
     sequence_ops_after: int = 0
     left: int = 0
     seconds: float = 0.0
-    check: str = ""  # --check's status: verified, partial, not verified ("" without --check)
+    check: str = ""  # --check's status: verified, partial, not verified, not checked (written
+    # unchanged), or "" without --check
     check_why: str = ""  # why --check compared nothing, when it did not
     rewrites: list[str] = dataclasses.field(default_factory=list)
     report: dict[str, Any] | None = None
@@ -63,6 +64,12 @@ def _run_one(job: Job, relative: str) -> ModelResult:
     report = outcome.report
     verdict = outcome.verdict
     data = outcome.as_dict()
+    check, check_why = "", ""
+    if verdict is not None:
+        check = verdict.status
+        check_why = "" if verdict.verified else str(verdict).removeprefix("not verified: ")
+    elif job.check:  # (written as it was: nothing to compare)
+        check, check_why = "not checked", f"written unchanged: {report.unchanged}"
     return ModelResult(
         relative,
         outcome.written,
@@ -73,8 +80,8 @@ def _run_one(job: Job, relative: str) -> ModelResult:
         report.sequence_ops_after,
         len(report.left),
         time.perf_counter() - start,
-        "" if verdict is None else verdict.status,
-        "" if verdict is None or verdict.verified else str(verdict).removeprefix("not verified: "),
+        check,
+        check_why,
         [f"{r.rule}: {r.op_type} {r.node} {r.detail}".strip() for r in report.rewrites],
         data,
         outcome.written and report.changed,
@@ -269,12 +276,14 @@ def run_batch(
     done = [r for r in results if r.ok]
     changed = [r for r in done if r.changed]
     unverified = [r for r in done if r.check == "not verified"]
+    unchecked = [r for r in done if r.check == "not checked"]
     before = sum(r.sequence_ops_before for r in done)
     after = sum(r.sequence_ops_after for r in done)
     summary = (
         f"{len(results)} models: {len(changed)} optimized, {len(done) - len(changed)} unchanged, "
         f"{len(failed)} failed"
         + (f", {len(unverified)} not verified" if unverified else "")
+        + (f", {len(unchecked)} not checked (written unchanged)" if unchecked else "")
         + f"; sequence ops {before} -> {after} in the written ones; {elapsed:.1f} s with "
         f"{jobs} job(s)"
     )
@@ -286,6 +295,8 @@ def run_batch(
             "unchanged": len(done) - len(changed),
             "failed": len(failed),
             "not_verified": len(unverified),
+            "not_checked": len(unchecked),
+            "not_checked_models": [r.path for r in unchecked],
             "sequence_ops_before": before,
             "sequence_ops_after": after,
             "seconds": elapsed,
@@ -299,6 +310,8 @@ def run_batch(
             print(f"  failed: {result.path}: {result.error}")
         for result in unverified:
             print(f"  not verified: {result.path}: {result.check_why}")
+        for result in unchecked:
+            print(f"  not checked: {result.path}: {result.check_why}")
     if failed:
         return 1
     return 4 if unverified else 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import NoReturn
 
 from seqpasses import __version__
 from seqpasses.options import (
@@ -23,9 +24,16 @@ DEFAULT_TIMEOUT_S = 600.0
 """Seconds one model of a folder may take before it is stopped and counted as failed."""
 
 
-def _fold_options() -> argparse.ArgumentParser:
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and where to look, not the whole usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _fold_options() -> _Parser:
     """The options that decide what the passes do: optimize and inspect take the same."""
-    parent = argparse.ArgumentParser(add_help=False)
+    parent = _Parser(add_help=False)
     group = parent.add_argument_group("what the passes do")
     group.add_argument(
         "--skip",
@@ -99,12 +107,12 @@ def _fold_options() -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="seqpasses",
         description="Remove ONNX sequence ops whose length is known before run time.",
     )
     parser.add_argument("--version", action="version", version=f"seqpasses {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     fold = _fold_options()
 
     opt = commands.add_parser(

@@ -126,7 +126,8 @@ def verify_each(
             result.why = f"could not run the original on any input set ({why})"
         if result.original_failed and failures == "skip":
             report.notes.append(
-                f"{result.name}: the original failed on {result.original_failed} input set(s) "
-                f"({failed_first[result.name]}); those were not compared"
+                f"part of the verdict: {result.original_failed} input set(s) were set aside, "
+                f"the original itself fails on them ({result.name}: "
+                f"{failed_first[result.name]}); {result.name} compared the others"
             )
     return report

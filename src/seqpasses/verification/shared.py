@@ -144,9 +144,9 @@ def verify_shared(
         return report
     if ort.original_failed:
         report.notes.append(
-            f"onnxruntime: the original failed on {ort.original_failed} input set(s) "
-            f"({_clip(error)}); those were not compared, and each next draw made the free "
-            "dims larger"
+            f"part of the verdict: {ort.original_failed} input set(s) drawn first were set "
+            f"aside, the original itself fails on them (onnxruntime: {_clip(error)}); each "
+            "next draw made the free dims larger, and the runs above are on those it runs on"
         )
     stage("--check: onnxruntime runs the optimized model")
     optimized = runtime(second)
@@ -249,8 +249,9 @@ def _reference_whole(
         return
     if failed:
         report.notes.append(
-            f"onnx.reference: the original failed on {ref.original_failed} input set(s) ONNX "
-            f"Runtime runs ({_clip(failed)}); those were not compared"
+            f"part of the verdict: onnx.reference's run of the original failed on "
+            f"{ref.original_failed} input set(s) ONNX Runtime runs ({_clip(failed)}); it "
+            "compared the others"
         )
     if not ref.compared and not ref.why:
         ref.why = f"could not run the original on any input set ({_clip(failed or 'over budget')})"
