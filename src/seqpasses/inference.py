@@ -24,12 +24,13 @@ from seqpasses.core.onnx_inference import infer
 from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
 from seqpasses.core.skeleton import skeleton
 from seqpasses.io import with_external_data
-from seqpasses.options import FoldOptions
+from seqpasses.options import FoldOptions, Options
 from seqpasses.passes.analysis import Analysis, analyze
 
 __all__ = [
     "ShapeFacts",
     "ValueFact",
+    "annotate",
     "fill_shapes_in_place",
     "infer_shapes",
     "infer_shapes_ir",
@@ -248,7 +249,9 @@ def _split_facts(copy: ir.Model) -> Facts:
     return facts
 
 
-def fill_shapes_in_place(model: ir.Model, *, checkable: bool = True) -> tuple[Analysis, ir.Model]:
+def fill_shapes_in_place(
+    model: ir.Model, *, checkable: bool = True, bodies: bool = False
+) -> tuple[Analysis, ir.Model]:
     """Fill the types and shapes of the main graph's values (see the module docstring), in
     ``model`` itself; return the walk's analysis and the copy it analysed.
 
@@ -266,8 +269,9 @@ def fill_shapes_in_place(model: ir.Model, *, checkable: bool = True) -> tuple[An
         for value in node.outputs:
             fact = facts.get(value.name or "")
             if fact is None:
-                if not checkable and value.name in after:  # ONNX's guess from a wrong input
-                    value.shape = None
+                if not checkable and value.name in after and not value.is_graph_output():
+                    value.shape = None  # ONNX's guess from a wrong input (a graph output
+                    # keeps the model's declaration: onnx's checker wants a shape there)
                 continue
             type_, shape = fact
             if type_ is not None and (value.type is None or isinstance(type_, ir.SequenceType)):
@@ -278,11 +282,95 @@ def fill_shapes_in_place(model: ir.Model, *, checkable: bool = True) -> tuple[An
                     if contradicts(value.shape, shape)
                     else fill_shape(value.shape, shape, numbers_win=True)
                 )
-    claims = _claims(_inferred_skeleton(model))
+    inferred = _inferred_skeleton(model)
+    claims = _claims(inferred)
     for name in (after if checkable else opaque) - set(facts):
         claims.pop(name, None)
     _fill_from(model, claims)
+    if bodies:
+        for node in model.graph:  # (a list's element shape only where seqpasses proves it)
+            for value in node.outputs:
+                if isinstance(value.type, ir.SequenceType) and (value.name or "") not in facts:
+                    value.shape = None
+        _fill_bodies(model.graph, inferred.graph)
     return analysis, copy
+
+
+_SURE_OF_A_SEQUENCE = frozenset({"SequenceLength", "SequenceInsert", "SequenceErase"})
+"""Ops whose output's claims do not hang on the element shape of the sequence they read (a
+length is an int64 scalar; a list in, a list out: its own claim is dropped as any list's)."""
+
+
+def _fill_bodies(graph: ir.Graph, inferred: onnx.GraphProto) -> None:
+    """Type the values inside every subgraph of ``graph`` (at any depth) that onnx's
+    inference types (``inferred``: the same graph, inferred with the outer scope's types),
+    where the model says nothing of them. Never copied: a list's element shape (onnx keeps a
+    declared one a later insert contradicts: tf2onnx declares its lists' elements rank 0), nor
+    the shape of anything computed from a list's elements."""
+    for node, proto_node in zip(graph, inferred.node, strict=False):
+        if node.op_type != proto_node.op_type:
+            return  # (the graphs do not correspond: nothing is claimed)
+        attributes = {attr.name: attr for attr in proto_node.attribute}
+        for name, attr in node.attributes.items():
+            proto_attr = attributes.get(name)
+            if proto_attr is None or attr.type != ir.AttributeType.GRAPH:
+                continue
+            if proto_attr.type == onnx.AttributeProto.GRAPH:
+                _fill_body(attr.as_graph(), proto_attr.g)
+
+
+def _fill_body(body: ir.Graph, inferred: onnx.GraphProto) -> None:
+    types = {info.name: info.type for info in (*inferred.value_info, *inferred.output)}
+    tainted: set[ir.Value] = set()
+    signature = {*body.inputs, *body.outputs}  # (the model's own: onnx's checker wants them)
+    for value in [*body.inputs, *(out for node in body for out in node.outputs)]:
+        if isinstance(value.type, ir.SequenceType):
+            if value not in signature:
+                value.shape = None  # (what is declared of a list's elements is no proof)
+            tainted.add(value)
+    for node in body:
+        reads_list = any(v in tainted for v in node.inputs if v is not None)
+        for value in node.outputs:
+            if isinstance(value.type, ir.SequenceType) or (
+                reads_list and node.op_type not in _SURE_OF_A_SEQUENCE
+            ):
+                tainted.add(value)
+            claim = types.get(value.name or "")
+            if claim is None or claim.WhichOneof("value") is None or value.type is not None:
+                continue
+            type_ = ir.serde.deserialize_type_proto_for_type(claim)
+            if isinstance(type_, ir.SequenceType):
+                tainted.add(value)
+                value.type = type_  # (its dtype: onnx_ir keeps no element shape on a type)
+                continue
+            value.type = type_
+            if value not in tainted:
+                value.shape = _shape_of(claim)
+    _fill_bodies(body, inferred)
+
+
+def annotate(model: ir.Model, options: Options | None = None) -> list[str]:
+    """Declare the type and shape of every value of ``model`` seqpasses can type, in place,
+    changing nothing else: the main graph with what the walk proves beyond onnx's inference,
+    every Loop, If, Scan and SequenceMap body with what onnx's inference says there (in
+    linear pieces), never a list's element shape the walk does not prove, nor a shape
+    computed from such a list's elements. ``options.input_shapes`` fixes graph input shapes
+    first. Returns the notes of that (what was fixed)."""
+    from seqpasses.checks.selfcheck import passes_checker
+    from seqpasses.passes.input_shapes import fix_input_shapes
+    from seqpasses.passes.repair_shapes import repair_declarations
+
+    notes: list[str] = []
+    shapes = options.shapes() if options is not None else {}
+    if shapes:
+        notes = fix_input_shapes(model, shapes)
+    valid = not passes_checker(skeleton(model).proto)
+    fill_shapes_in_place(model, checkable=True, bodies=True)
+    if valid and passes_checker(skeleton(model).proto):
+        # what seqpasses proves shows onnx's inference a declaration of the model's own it
+        # contradicts (an exporter's guessed output rank): that declaration is replaced
+        repair_declarations(model, notes.append)
+    return notes
 
 
 def infer_shapes_ir(model: ir.Model) -> tuple[ir.Model, ShapeFacts]:
@@ -355,20 +443,27 @@ def infer_shapes(model: str | os.PathLike[str]) -> onnx.ModelProto: ...
 def infer_shapes(
     model: onnx.ModelProto | ir.Model | str | os.PathLike[str],
 ) -> onnx.ModelProto | ir.Model:
-    """Return the model with ``value_info`` filled for every value seqpasses can type.
+    """Return the model with ``value_info`` filled for every value seqpasses can type: what
+    ``seqpasses shapes IN -o OUT`` writes (:func:`annotate`), a model onnx's full check and
+    ONNX Runtime take wherever they took the input.
 
     A ``ModelProto`` or a path gives a ``ModelProto`` (a path's external data read in, so that
     it can be saved anywhere); an ``onnx_ir.Model`` gives a new one. A model seqpasses cannot
-    hold comes back as it was. For the facts themselves use :func:`shape_facts`.
+    hold comes back as it was. For the facts themselves use :func:`shape_facts` (which also
+    says what onnx's inference would reject: an unbind's squeezed elements, as ONNX Runtime
+    computes them).
     """
     if isinstance(model, ir.Model):
-        return infer_shapes_ir(model)[0]
+        result = ir.serde.deserialize_model(ir.serde.serialize_model(model))
+        annotate(result)
+        return result
     held, proto, folder = _taken(model)
     if held is None:
         copy = onnx.ModelProto()
         copy.CopyFrom(proto)
         return with_external_data(copy, folder)
-    return with_external_data(ir.serde.serialize_model(infer_shapes_ir(held)[0]), folder)
+    annotate(held)
+    return with_external_data(ir.serde.serialize_model(held), folder)
 
 
 def shape_facts(model: onnx.ModelProto | ir.Model | str | os.PathLike[str]) -> ShapeFacts:

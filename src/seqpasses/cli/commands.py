@@ -21,7 +21,7 @@ EXIT_NOT_VERIFIED = 4
 """``--check`` was asked for but no evaluator could compare the two models."""
 
 
-def _input_shapes(texts: list[str]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+def input_shapes(texts: list[str]) -> tuple[tuple[str, tuple[int, ...]], ...]:
     from seqpasses.passes.input_shapes import parse_input_shape
 
     shapes: dict[str, tuple[int, ...]] = {}
@@ -46,7 +46,7 @@ def options_of(args: argparse.Namespace) -> Options:
             max_split=args.max_split,
             node_budget=args.node_budget,
             strict_input=args.strict_input,
-            input_shapes=_input_shapes(args.input_shape),
+            input_shapes=input_shapes(args.input_shape),
             inline_functions=args.inline_functions,
             infer_shapes=not getattr(args, "no_infer_shapes", True),
         )

@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import onnx
+import onnx_ir as ir
 
+from seqpasses.core.skeleton import Skeleton, skeleton
 from seqpasses.errors import BadInputError
 from seqpasses.io import (
     Destination,
@@ -43,7 +45,15 @@ from seqpasses.verification import VerifyReport, verify
 from seqpasses.verification.engines import Held
 from seqpasses.verification.inputs import check_inputs
 
-__all__ = ["CHECK_BUDGET_S", "Job", "Outcome", "check_report_path", "plan_writes", "run_job"]
+__all__ = [
+    "CHECK_BUDGET_S",
+    "Job",
+    "Outcome",
+    "check_report_path",
+    "plan_writes",
+    "run_job",
+    "save_model",
+]
 
 CHECK_BUDGET_S = 10.0
 """Seconds an evaluator may spend on --check's input sets: it compares one, and more only while
@@ -238,17 +248,26 @@ def run_job(job: Job) -> Outcome:
             return Outcome(report, verdict, [], timings)
     start = time.perf_counter()
     stage("saving")
+    assert result.model is not None
     if job.options.inline_functions:
         proto = with_external_data(result.proto, job.input.parent) if input_data else result.proto
         save_proto(proto, job.output, external)
-    elif external is not None:
-        assert result.model is not None
-        save_ir(result.model, job.output, external)
     else:
-        assert result.model is not None
-        save_streamed(result.skeleton, result.model, job.output)
+        save_model(result.model, job.output, external, result.skeleton)
     timings["save"] = time.perf_counter() - start
     return Outcome(report, verdict, [], timings)
+
+
+def save_model(
+    model: ir.Model, output: Path, external: str | None, frame: Skeleton | None = None
+) -> None:
+    """Write an onnx_ir model as seqpasses writes every model: its weights in ``external``
+    (a file beside the output, through onnx_ir, a weight at a time) or inline, streamed from
+    where they lie (``frame``: the model's skeleton, when the caller has it)."""
+    if external is not None:
+        save_ir(model, output, external)
+    else:
+        save_streamed(frame if frame is not None else skeleton(model), model, output)
 
 
 def _write_as_given(loaded: Loaded, output: Path, external: str | None, data: bool) -> None:

@@ -207,9 +207,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ins.add_argument("input", type=Path, help="the .onnx model")
     shp = commands.add_parser(
-        "shapes", help="print the inferred type and shape of outputs and sequence values"
+        "shapes",
+        help="print the inferred type and shape of outputs and sequence values; with -o, write "
+        "the model with every value it can type annotated",
     )
     shp.add_argument("input", type=Path, help="the .onnx model")
+    shp.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        help="write the model with its values' types and shapes declared (main graph, loop "
+        "and branch bodies); nothing else changes",
+    )
+    shp.add_argument(
+        "--input-shape",
+        action="append",
+        default=[],
+        metavar="NAME:D1,D2,...",
+        help="fix a graph input's shape first (symbols pinned to numbers)",
+    )
+    shp.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     shp.add_argument("--json", action="store_true", help="print JSON instead of a table")
     shp.add_argument(
         "--all", action="store_true", help="list every value, not only outputs and sequences"

@@ -13,6 +13,7 @@ import onnx
 from seqpasses.core.graph import all_nodes, graph_paths, is_default
 from seqpasses.core.ops import LEFT_OPS, OPTIONAL_OPS, SEQUENCE_OPS
 from seqpasses.core.proto import all_proto_nodes
+from seqpasses.errors import BadInputError
 from seqpasses.inference import shape_facts
 from seqpasses.options import Options
 from seqpasses.pipeline import Loaded, load, optimize_loaded
@@ -36,10 +37,20 @@ def _unheld(loaded: Loaded, what: str) -> int:
 
 
 def shapes_command(args: argparse.Namespace) -> int:
-    """``seqpasses shapes``: the inferred type and shape of outputs and sequence values."""
-    loaded = load(args.input, Options(strict_input=args.strict_input))
+    """``seqpasses shapes``: the inferred type and shape of outputs and sequence values; with
+    ``-o``, the model written with every value it can type declared (:func:`write_shapes`)."""
+    from seqpasses.cli.commands import input_shapes
+
+    options = Options(strict_input=args.strict_input, input_shapes=input_shapes(args.input_shape))
+    loaded = load(args.input, options)
     if loaded.model is None:
+        if args.output is not None:
+            raise BadInputError(f"{args.input}: no shapes inferred ({loaded.unheld})")
         return _unheld(loaded, "no shapes inferred, optimize writes it unchanged")
+    if args.output is not None:
+        write_shapes(loaded, options, args.input, args.output)
+        if args.quiet:
+            return 0
     facts = shape_facts(loaded.model)
     outputs = set(facts.outputs)
     chosen = [
@@ -64,6 +75,24 @@ def shapes_command(args: argparse.Namespace) -> int:
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
     return 0
+
+
+def write_shapes(loaded: Loaded, options: Options, source: Path, output: Path) -> None:
+    """Write ``loaded``'s model with every value seqpasses can type declared, nothing else
+    changed (:func:`seqpasses.inference.annotate`), as ``optimize`` writes: atomically, its
+    weights carried a weight at a time, external data kept external."""
+    from seqpasses.cli.job import plan_writes, save_model
+    from seqpasses.inference import annotate
+    from seqpasses.io import external_data_files
+
+    model = loaded.fresh()  # (the held model stays as loaded, for the table)
+    data = external_data_files(loaded.proto, loaded.folder or Path("."), loaded.file)
+    external = f"{output.name}.data" if data else None
+    plan_writes(source, output, external, None, data)
+    notes = annotate(model, options)
+    for note in notes:
+        print(f"  note: {note}", file=sys.stderr)
+    save_model(model, output, external)
 
 
 def _in_walk_order(

@@ -25,7 +25,9 @@ import onnx_ir as ir
 
 from seqpasses.core.dims import contradicts, merge_shapes, shape_text
 from seqpasses.core.graph import all_nodes, is_default, subgraphs
+from seqpasses.core.onnx_inference import infer
 from seqpasses.core.shapes import ShapeOracle
+from seqpasses.core.skeleton import skeleton
 from seqpasses.walk.walker import Walker
 
 __all__ = ["RepairShapesPass", "repair_declarations"]
@@ -166,8 +168,7 @@ def _repair_declarations(model: ir.Model, note: Callable[[str], None]) -> bool:
     changed = False
     for _ in range(_ROUNDS):
         try:
-            proto = ir.serde.serialize_model(model)
-            onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True)
+            infer(skeleton(model).proto, strict=True)  # (onnx's, in linear pieces; no weights)
             return changed
         except onnx.shape_inference.InferenceError as error:
             names = set(_CONFLICT.findall(str(error)))
@@ -200,8 +201,7 @@ def _inferred_shapes(model: ir.Model) -> dict[ir.Value, ir.Shape]:
     (the graphs of the model and of its serialized copy walked side by side)."""
     found: dict[ir.Value, ir.Shape] = {}
     try:
-        proto = ir.serde.serialize_model(model)
-        inferred = onnx.shape_inference.infer_shapes(proto, check_type=False, strict_mode=False)
+        inferred = infer(skeleton(model).proto)
     except Exception:
         return found
     _collect(model.graph, inferred.graph, found)

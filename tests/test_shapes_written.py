@@ -1,0 +1,118 @@
+"""``seqpasses shapes IN -o OUT``: the model with every value seqpasses can type declared, and
+nothing else changed; every claim it writes holds on a run (ONNX Runtime, every value of the
+main graph fetched); inside bodies no list's element shape is claimed that a run refutes
+(tf2onnx declares its lists' elements rank 0)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+import seqpasses
+from helpers import SAMPLES, run_cli
+from seqpasses.verification import inputs_that_run
+
+MODELS = sorted(
+    p
+    for p in SAMPLES.rglob("*.onnx")
+    if "sklearn" not in p.name  # (onnx_ir cannot hold ZipMap's maps: no shapes inferred)
+)
+
+
+def _claims(model: onnx.ModelProto) -> dict[str, list[int | str | None]]:
+    graph = model.graph
+    found: dict[str, list[int | str | None]] = {}
+    for info in (*graph.value_info, *graph.output):
+        t = info.type
+        if not t.HasField("tensor_type") or not t.tensor_type.HasField("shape"):
+            continue
+        found[info.name] = [
+            d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+            for d in t.tensor_type.shape.dim
+        ]
+    return found
+
+
+def _run_every_value(path: Path, names: list[str]) -> dict[str, np.ndarray] | None:
+    feeds = inputs_that_run(path)
+    if feeds is None:
+        return None
+    model = onnx.load(path)
+    present = {o.name for o in model.graph.output}
+    for name in names:
+        if name not in present:
+            model.graph.output.append(onnx.helper.make_empty_tensor_value_info(name))
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    try:
+        session = ort.InferenceSession(model.SerializeToString(), options)
+        outputs = session.run(None, feeds)
+    except Exception:
+        return None
+    return {o.name: np.asarray(v) for o, v in zip(model.graph.output, outputs, strict=True)}
+
+
+@pytest.mark.parametrize("path", MODELS, ids=lambda p: p.relative_to(SAMPLES).as_posix())
+def test_written_shapes_hold_on_a_run(path: Path, tmp_path: Path) -> None:
+    out = tmp_path / "typed.onnx"
+    result = run_cli("shapes", path, "-o", out, "-q")
+    assert result.returncode == 0, result.stderr
+    before, after = onnx.load(path), onnx.load(out)
+    # nothing but declarations changed
+    assert [(n.op_type, list(n.input), list(n.output)) for n in before.graph.node] == [
+        (n.op_type, list(n.input), list(n.output)) for n in after.graph.node
+    ]
+    try:
+        onnx.checker.check_model(before, full_check=True)
+    except Exception:
+        pass
+    else:
+        onnx.checker.check_model(after, full_check=True)
+    claims = _claims(after)
+    given = {o.name: o.type for o in before.graph.output}
+    for output in after.graph.output:  # (the model's own signature, as declared: not ours)
+        if given.get(output.name) == output.type:
+            claims.pop(output.name, None)
+    values = _run_every_value(out, sorted(claims))
+    if values is None:
+        return  # (no input set the model runs on: nothing to settle)
+    sizes: dict[str, int] = {}
+    for name, dims in claims.items():
+        if name not in values:
+            continue
+        shape = values[name].shape
+        assert len(dims) == len(shape), f"{name}: claimed rank {len(dims)}, ran {shape}"
+        for claimed, actual in zip(dims, shape, strict=True):
+            if isinstance(claimed, int):
+                assert claimed == actual, f"{name}: claimed {dims}, ran {shape}"
+            elif isinstance(claimed, str) and not claimed.startswith("unk__"):
+                assert sizes.setdefault(claimed, actual) == actual, f"{name}: {claimed}"
+
+
+def test_bodies_are_typed_and_lists_in_them_claim_no_element_shape(tmp_path: Path) -> None:
+    path = SAMPLES / "tf2onnx" / "tf_ragged_rows_concat.onnx"
+    out = tmp_path / "typed.onnx"
+    assert run_cli("shapes", path, "-o", out, "-q").returncode == 0
+    loop = next(n for n in onnx.load(out).graph.node if n.op_type == "Loop")
+    body = loop.attribute[0].g
+    typed = [i for i in body.value_info if i.type.WhichOneof("value")]
+    assert len(typed) >= 17  # (onnx's own inference types 17 values there)
+    for info in body.value_info:  # (the body's inputs and outputs are declared as given)
+        if info.type.HasField("sequence_type"):
+            assert not info.type.sequence_type.elem_type.tensor_type.HasField("shape"), info
+    assert seqpasses.infer_shapes(path) == onnx.load(out)  # (the API is the same path)
+
+
+def test_input_shapes_pin_symbols(tmp_path: Path) -> None:
+    out = tmp_path / "typed.onnx"
+    result = run_cli(
+        "shapes", SAMPLES / "unbind_stack.onnx", "-o", out, "--input-shape", "x:4,3", "-q"
+    )
+    assert result.returncode == 0, result.stderr
+    claims = _claims(onnx.load(out))
+    assert claims["stacked"] == [4, 3] and claims["third"] == [3]
