@@ -269,9 +269,8 @@ def fill_shapes_in_place(
         for value in node.outputs:
             fact = facts.get(value.name or "")
             if fact is None:
-                if not checkable and value.name in after and not value.is_graph_output():
-                    value.shape = None  # ONNX's guess from a wrong input (a graph output
-                    # keeps the model's declaration: onnx's checker wants a shape there)
+                if not checkable and value.name in after:  # ONNX's guess from a wrong input
+                    value.shape = None
                 continue
             type_, shape = fact
             if type_ is not None and (value.type is None or isinstance(type_, ir.SequenceType)):
