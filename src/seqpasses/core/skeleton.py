@@ -43,10 +43,16 @@ class Skeleton:
         """The model without any main-graph initializer (the hidden ones no longer graph
         inputs unless they were): what :func:`seqpasses.wire.write_model` writes around
         them."""
+        model = self._copy()
+        del model.graph.initializer[:]
+        return model
+
+    def _copy(self) -> onnx.ModelProto:
+        """A copy of ``proto`` whose hidden initializers are no longer graph inputs (unless
+        they were)."""
         model = onnx.ModelProto()
         model.CopyFrom(self.proto)
         graph = model.graph
-        del graph.initializer[:]
         kept = [
             info
             for info in graph.input
@@ -59,20 +65,12 @@ class Skeleton:
     def full(self, weights: dict[str, onnx.TensorProto]) -> onnx.ModelProto:
         """The model whole: a copy of ``proto`` with the hidden initializers back (from
         ``weights``, by name), in their order, no longer graph inputs unless they were."""
-        model = onnx.ModelProto()
-        model.CopyFrom(self.proto)
+        model = self._copy()
         graph = model.graph
         small = {tensor.name: tensor for tensor in graph.initializer}
         tensors = [small[name] if name in small else weights[name] for name in self.order]
         del graph.initializer[:]
         graph.initializer.extend(tensors)
-        kept = [
-            info
-            for info in graph.input
-            if info.name not in self.hidden or info.name in self.inputs_before
-        ]
-        del graph.input[:]
-        graph.input.extend(kept)
         return model
 
 

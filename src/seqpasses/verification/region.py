@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import onnx
 
+from seqpasses.core.onnx_inference import node_reads
+
 __all__ = ["Region", "changed_region", "with_outputs"]
 
 
@@ -32,29 +34,6 @@ def _key(node: onnx.NodeProto) -> tuple[object, ...]:
         attributes.append(copy.SerializeToString(deterministic=True))
     domain = "" if node.domain in ("", "ai.onnx") else node.domain
     return (domain, node.op_type, node.overload, tuple(node.input), tuple(node.output), *attributes)
-
-
-def _free_names(graph: onnx.GraphProto) -> set[str]:
-    """The names a subgraph reads from its enclosing scopes."""
-    made = {i.name for i in graph.input} | {i.name for i in graph.initializer}
-    read: set[str] = set()
-    for node in graph.node:
-        read.update(_reads(node) - made)
-        made.update(node.output)
-    read.update(o.name for o in graph.output if o.name not in made)
-    return read
-
-
-def _reads(node: onnx.NodeProto) -> set[str]:
-    """What a node reads: its inputs, and what its subgraphs read from outside."""
-    names = {name for name in node.input if name}
-    for attr in node.attribute:
-        if attr.type == onnx.AttributeProto.GRAPH:
-            names |= _free_names(attr.g)
-        elif attr.type == onnx.AttributeProto.GRAPHS:
-            for graph in attr.graphs:
-                names |= _free_names(graph)
-    return names
 
 
 @dataclass
@@ -82,7 +61,7 @@ def _part(
     initializers = {init.name: init for init in model.graph.initializer}
     wanted = set(outputs)  # (an initializer may be a meeting's side, passed through)
     for node in nodes:
-        wanted |= _reads(node)
+        wanted |= node_reads(node)
     graph = onnx.helper.make_graph(
         nodes,
         f"{model.graph.name}_region",
@@ -164,7 +143,7 @@ def changed_region(before: onnx.ModelProto, after: onnx.ModelProto) -> Region | 
         return "a rewritten node reuses the name of a value it did not change"
     read_outside = {o.name for o in before.graph.output}
     for node in kept:
-        read_outside |= _reads(node)
+        read_outside |= node_reads(node)
     meeting = {a for a, _ in pairs} | {b for _, b in pairs}
     outputs = sorted(((made_old | made_new) & read_outside) - meeting)
     missing = [name for name in outputs if name not in made_old or name not in made_new]
@@ -175,7 +154,7 @@ def changed_region(before: onnx.ModelProto, after: onnx.ModelProto) -> Region | 
     initializers |= {i.name for i in after.graph.initializer}
     reads: set[str] = set()
     for node in (*old, *new):
-        reads |= _reads(node)
+        reads |= node_reads(node)
     # a side of a meeting its part does not make is passed through it (an input of the part)
     reads |= {a for a, _ in pairs if a not in made_old} | {b for _, b in pairs if b not in made_new}
     free = reads - made_old - made_new - initializers
