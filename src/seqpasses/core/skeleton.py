@@ -63,6 +63,12 @@ class Skeleton:
         return model
 
     def full(self, weights: dict[str, onnx.TensorProto]) -> onnx.ModelProto:
+        """The model whole (see below); ``proto`` itself when nothing was left out."""
+        if not self.hidden:
+            return self.proto
+        return self._whole(weights)
+
+    def _whole(self, weights: dict[str, onnx.TensorProto]) -> onnx.ModelProto:
         """The model whole: a copy of ``proto`` with the hidden initializers back (from
         ``weights``, by name), in their order, no longer graph inputs unless they were."""
         model = self._copy()
@@ -160,10 +166,9 @@ def proto_skeleton(model: onnx.ModelProto) -> Skeleton:
         or len(tensor.raw_data) >= LIGHT_BYTES
         or tensor.ByteSize() >= LIGHT_BYTES
     }
+    if not names:  # (nothing to leave out: the model itself, which its users only read)
+        return Skeleton(model, [t.name for t in graph.initializer], set(), set())
     copy = onnx.ModelProto()
-    if not names:
-        copy.CopyFrom(model)
-        return Skeleton(copy, [t.name for t in graph.initializer], set(), set())
     # everything but the main graph's initializers, then the small ones: the weights' bytes
     # are never copied
     for field, value in model.ListFields():
