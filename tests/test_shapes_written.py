@@ -116,3 +116,39 @@ def test_input_shapes_pin_symbols(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     claims = _claims(onnx.load(out))
     assert claims["stacked"] == [4, 3] and claims["third"] == [3]
+
+
+def test_a_refuted_output_declaration_is_replaced_and_said(tmp_path: Path) -> None:
+    # an exporter's guess: the concatenation of two [2,3] tensors declared rank 3
+    model = onnx.parser.parse_model(
+        """<ir_version: 8, opset_import: ["" : 17]>
+        g (float[2,3] x, float[2,3] y) => (float[2,2,3] z) {
+            s = SequenceConstruct(x, y)
+            z = ConcatFromSequence<axis = 0>(s)
+        }"""
+    )
+    path, out = tmp_path / "guess.onnx", tmp_path / "typed.onnx"
+    onnx.save(model, path)
+    result = run_cli("shapes", path, "-o", out)
+    assert result.returncode == 0, result.stderr
+    assert "output 'z': declared [2,2,3]" in result.stdout + result.stderr
+    assert _claims(onnx.load(out))["z"] == [4, 3]
+    ran = ort.InferenceSession(out.read_bytes()).run(
+        None, {"x": np.ones((2, 3), np.float32), "y": np.ones((2, 3), np.float32)}
+    )
+    assert ran[0].shape == (4, 3)
+
+
+def test_the_table_shows_pinned_input_shapes_and_the_write_is_said(tmp_path: Path) -> None:
+    source, out = SAMPLES / "split_edit_cat.onnx", tmp_path / "typed.onnx"
+    free = run_cli("shapes", source)
+    assert "[B,10]" in free.stdout
+    pinned = run_cli("shapes", source, "--input-shape", "x:5,6")
+    assert pinned.returncode == 0 and "[5,10]" in pinned.stdout and "[B,10]" not in pinned.stdout
+    written = run_cli("shapes", source, "--input-shape", "x:5,6", "-o", out)
+    assert written.returncode == 0 and "[5,10]" in written.stdout
+    assert f"wrote {out}" in written.stderr
+    assert "not known" not in written.stderr  # (no value shaped without a type)
+    assert _claims(onnx.load(out))["y"] == [5, 10]
+    quiet = run_cli("shapes", source, "-o", out, "-q")
+    assert quiet.returncode == 0 and quiet.stdout == quiet.stderr == ""

@@ -18,7 +18,8 @@ import onnx
 import onnx_ir as ir
 
 from seqpasses.core.constants import constant_array
-from seqpasses.core.dims import contradicts, fill_shape, generated, merge_shapes
+from seqpasses.core.dims import contradicts, fill_shape, generated, merge_shapes, shape_text
+from seqpasses.core.emit import concat_shape
 from seqpasses.core.graph import graphs
 from seqpasses.core.onnx_inference import infer
 from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
@@ -184,6 +185,8 @@ def _walk_facts(model: ir.Model) -> tuple[Analysis, ir.Model, Facts, set[str]]:
     for value, (type_, shape) in _sequence_facts(analysis.sequences).items():
         if value.name and value.graph is copy.graph:
             facts[value.name] = (type_, shape)
+    read = _read_facts(copy, analysis, set(split))
+    facts.update((k, v) for k, v in read.items() if k not in facts)
     for value, shape in before.items():  # what the dry rewrites gave the values they replace
         if value.name and value.name not in facts and value.shape != shape:
             facts[value.name] = (value.type, value.shape)
@@ -195,6 +198,62 @@ def _walk_facts(model: ir.Model) -> tuple[Analysis, ir.Model, Facts, set[str]]:
         else:
             facts[name] = (type_, fill_shape(claimed, shape, numbers_win=True))
     return analysis, copy, facts, against
+
+
+def _read_facts(copy: ir.Model, analysis: Analysis, unbound: set[str]) -> Facts:
+    """The shapes of what reads a list the walk holds whole (main graph): a
+    ``ConcatFromSequence`` of known elements, a ``SequenceAt`` at a constant position; not of
+    the lists in ``unbound`` (:func:`_split_facts`: where the spec and ONNX Runtime differ)."""
+    found: Facts = {}
+    for node in copy.graph:
+        if node.op_type not in ("ConcatFromSequence", "SequenceAt") or not node.outputs:
+            continue
+        read = node.inputs[0]
+        if read is None or read.name in unbound:
+            continue
+        held = analysis.sequences.get(read)
+        out = node.outputs[0]
+        if not isinstance(held, StaticSequence) or not held.elements or not out.name:
+            continue
+        shape: ir.Shape | None = None
+        if node.op_type == "SequenceAt":
+            position = node.inputs[1] if len(node.inputs) > 1 else None
+            array = constant_array(position) if position is not None else None
+            if array is not None and array.size == 1:
+                index = int(array.reshape(()))
+                if -len(held.elements) <= index < len(held.elements):
+                    shape = held.elements[index].shape
+        else:
+            shape = _concatenated(held, node)
+        if shape is not None:
+            dtype = held.dtype
+            found[out.name] = (None if dtype is None else ir.TensorType(dtype), shape)
+    return found
+
+
+def _concatenated(held: StaticSequence, node: ir.Node) -> ir.Shape | None:
+    """ConcatFromSequence's output shape over the known elements ``held`` (None where a rank
+    or the axis is unknown or out of range: the node fails, nothing is claimed)."""
+    shapes = [e.shape for e in held.elements]
+    if any(s is None for s in shapes):
+        return None
+    rank = len(shapes[0])  # type: ignore[arg-type]
+    if any(len(s) != rank for s in shapes):  # type: ignore[arg-type]
+        return None
+    axis, new_axis = node.attributes.get_int("axis", 0), node.attributes.get_int("new_axis", 0)
+    if new_axis not in (0, 1):
+        return None
+    width = rank + new_axis
+    if not -width <= axis < width:
+        return None
+    axis %= width
+    if new_axis:
+        common = merge_shapes(shapes)
+        if common is None or len(common) != rank:
+            return None
+        dims = list(common)
+        return ir.Shape([*dims[:axis], len(shapes), *dims[axis:]])
+    return concat_shape(held.elements, axis)
 
 
 _OPAQUE = frozenset({"Loop", "If", "Scan", "SequenceMap"})
@@ -250,7 +309,10 @@ def _split_facts(copy: ir.Model) -> Facts:
 
 
 def fill_shapes_in_place(
-    model: ir.Model, *, checkable: bool = True, bodies: bool = False
+    model: ir.Model,
+    *,
+    checkable: bool = True,
+    bodies: bool = False,
 ) -> tuple[Analysis, ir.Model]:
     """Fill the types and shapes of the main graph's values (see the module docstring), in
     ``model`` itself; return the walk's analysis and the copy it analysed.
@@ -275,7 +337,7 @@ def fill_shapes_in_place(
             type_, shape = fact
             if type_ is not None and (value.type is None or isinstance(type_, ir.SequenceType)):
                 value.type = type_
-            if shape is not None:
+            if shape is not None and value.type is not None:  # (no shape without a type)
                 value.shape = (
                     shape
                     if contradicts(value.shape, shape)
@@ -364,11 +426,29 @@ def annotate(model: ir.Model, options: Options | None = None) -> list[str]:
     if shapes:
         notes = fix_input_shapes(model, shapes)
     valid = not passes_checker(skeleton(model).proto)
+    # what seqpasses proves of the graph outputs, every fact declared (as shape_facts says)
+    probe = ir.serde.deserialize_model(skeleton(model).proto)
+    fill_shapes_in_place(probe, checkable=False)
+    proved = {value.name: value.shape for value in probe.graph.outputs}
     fill_shapes_in_place(model, checkable=True, bodies=True)
+    refuted: list[tuple[ir.Value, ir.Shape | None, ir.Shape]] = []
+    for value in model.graph.outputs:  # an exporter's guessed output rank, say
+        shape = proved.get(value.name)
+        if shape is not None and contradicts(value.shape, shape):
+            refuted.append((value, value.shape, shape))
+            value.shape = shape
     if valid and passes_checker(skeleton(model).proto):
+        for value, declared, _ in refuted:  # (onnx's checker would not take the proof)
+            value.shape = declared
+        refuted = []
         # what seqpasses proves shows onnx's inference a declaration of the model's own it
-        # contradicts (an exporter's guessed output rank): that declaration is replaced
+        # contradicts: that declaration is replaced
         repair_declarations(model, notes.append)
+    for value, declared, shown in refuted:
+        notes.append(
+            f"output '{value.name}': declared {shape_text(declared)}, which seqpasses "
+            f"disproves; {shape_text(shown)} is declared"
+        )
     return notes
 
 
@@ -393,6 +473,11 @@ def infer_shapes_ir(model: ir.Model) -> tuple[ir.Model, ShapeFacts]:
             found = sequences.get((path, value.name))
             static = found if isinstance(found, StaticSequence) else None
             length: DimFact = None if static is None else len(static)
+            shape = value.shape
+            if path != "main" and isinstance(value.type, ir.SequenceType):
+                # a body's list: what is declared of its elements is no proof
+                known = _sequence_facts({value: found}) if found is not None else {}
+                shape = known.get(value, (None, None))[1]
             if isinstance(found, StackedSequence):
                 length = _dims(ir.Shape([found.length]))[0]  # type: ignore[index]
             dtype = value.type.dtype if value.type is not None else None
@@ -402,7 +487,7 @@ def infer_shapes_ir(model: ir.Model) -> tuple[ir.Model, ShapeFacts]:
                     graph=path,
                     kind=_kind(value),
                     dtype=None if dtype is None else dtype.name.lower(),
-                    shape=_dims(value.shape),
+                    shape=_dims(shape),
                     length=length,
                     value=integers.get((path, value.name)),
                     element_shapes=None

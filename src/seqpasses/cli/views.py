@@ -49,8 +49,19 @@ def shapes_command(args: argparse.Namespace) -> int:
         return _unheld(loaded, "no shapes inferred, optimize writes it unchanged")
     if args.output is not None:
         write_shapes(loaded, options, args.input, args.output)
+        if not args.quiet:
+            print(f"wrote {args.output}", file=sys.stderr)
         if args.quiet:
             return 0
+    elif options.input_shapes:  # (with -o, annotate said these)
+        from seqpasses.passes.input_shapes import fix_input_shapes
+
+        for note in fix_input_shapes(loaded.model, options.shapes()):
+            print(f"  note: {note}", file=sys.stderr)
+    if options.input_shapes and args.output is not None:
+        from seqpasses.passes.input_shapes import fix_input_shapes
+
+        fix_input_shapes(loaded.model, options.shapes())
     facts = shape_facts(loaded.model)
     outputs = set(facts.outputs)
     chosen = [
