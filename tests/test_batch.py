@@ -153,8 +153,9 @@ def test_folder_mode_counts_and_names_the_models_it_did_not_check(tmp_path: Path
     report = tmp_path / "report.json"
     result = run_cli("optimize", source, "-o", tmp_path / "out", "--check", "--report", report)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "3 models: 1 optimized, 2 unchanged, 0 failed, 2 not checked (written unchanged)" in (
-        result.stdout
+    assert (
+        "3 models: 1 optimized, 2 unchanged, 0 failed, 1 verified, 2 not checked (written unchanged)"
+        in (result.stdout)
     )
     assert (
         "  not checked: silero_vad.onnx: written unchanged: it holds no sequence or optional op"
@@ -163,5 +164,5 @@ def test_folder_mode_counts_and_names_the_models_it_did_not_check(tmp_path: Path
     assert "sklearn_logreg.onnx: sequence ops 0 -> 0 (" in result.stdout
     assert ", not checked)" in result.stdout
     totals = json.loads(report.read_text())["totals"]
-    assert totals["not_checked"] == 2 and totals["not_verified"] == 0
+    assert totals["not_checked"] == 2 and totals["not_verified"] == 0 and totals["verified"] == 1
     assert totals["not_checked_models"] == ["silero_vad.onnx", "sklearn_logreg.onnx"]

@@ -239,7 +239,7 @@ def test_bad_input_shapes_are_refused_in_one_line(option: str, text: str, tmp_pa
 def test_output_dash_is_refused_not_written_as_a_file(tmp_path: Path) -> None:
     source = REPO / "sample_models" / "unbind_stack.onnx"
     result = run_cli("optimize", source, "-o", "-")
-    one_line_refusal(result, "writes a model file, not standard output")
+    one_line_refusal(result, "-o /dev/stdout to write the model to standard output")
     assert not Path("-").exists()
 
 
@@ -299,3 +299,8 @@ def test_inspect_names_nodes_by_their_names_even_when_repeated(tmp_path: Path) -
     assert result.returncode == 0, result.stderr
     rows = result.stdout.splitlines()[1:]
     assert rows and not any(" '#" in row or row.split()[1].startswith("#") for row in rows if row)
+
+
+def test_input_dash_points_at_dev_stdin(tmp_path: Path) -> None:
+    result = run_cli("optimize", "-", "-o", tmp_path / "out.onnx")
+    one_line_refusal(result, "(standard input is /dev/stdin)")

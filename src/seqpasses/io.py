@@ -59,7 +59,8 @@ def read_proto(path: str | os.PathLike[str]) -> onnx.ModelProto:
     line why not."""
     file = Path(path)
     if not file.exists():
-        raise BadInputError(f"{file}: no such file")
+        hint = " (standard input is /dev/stdin)" if str(path) == "-" else ""
+        raise BadInputError(f"{file}: no such file{hint}")
     if file.is_dir():
         raise BadInputError(f"{file}: is a directory, not a model file")
     stream = is_stream(file)

@@ -277,11 +277,19 @@ def run_batch(
     changed = [r for r in done if r.changed]
     unverified = [r for r in done if r.check == "not verified"]
     unchecked = [r for r in done if r.check == "not checked"]
+    verified = [r for r in done if r.check in ("verified", "partial")]
+    partial = [r for r in verified if r.check == "partial"]
     before = sum(r.sequence_ops_before for r in done)
     after = sum(r.sequence_ops_after for r in done)
     summary = (
         f"{len(results)} models: {len(changed)} optimized, {len(done) - len(changed)} unchanged, "
         f"{len(failed)} failed"
+        + (
+            f", {len(verified)} verified"
+            + (f" ({len(partial)} by one evaluator only)" if partial else "")
+            if template.check
+            else ""
+        )
         + (f", {len(unverified)} not verified" if unverified else "")
         + (f", {len(unchecked)} not checked (written unchanged)" if unchecked else "")
         + f"; sequence ops {before} -> {after} in the written ones; {elapsed:.1f} s with "
@@ -294,6 +302,8 @@ def run_batch(
             "optimized": len(changed),
             "unchanged": len(done) - len(changed),
             "failed": len(failed),
+            "verified": len(verified),
+            "verified_partly": len(partial),
             "not_verified": len(unverified),
             "not_checked": len(unchecked),
             "not_checked_models": [r.path for r in unchecked],

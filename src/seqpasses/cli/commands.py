@@ -77,7 +77,7 @@ def _usage(args: argparse.Namespace) -> None:
         raise BadInputError("-q and -v contradict each other")
     if str(args.output) == "-":
         raise BadInputError(
-            "-o -: seqpasses writes a model file, not standard output; name the output file"
+            "-o -: name the output file, or -o /dev/stdout to write the model to standard output"
         )
 
 
