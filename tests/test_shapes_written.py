@@ -152,3 +152,21 @@ def test_the_table_shows_pinned_input_shapes_and_the_write_is_said(tmp_path: Pat
     assert _claims(onnx.load(out))["y"] == [5, 10]
     quiet = run_cli("shapes", source, "-o", out, "-q")
     assert quiet.returncode == 0 and quiet.stdout == quiet.stderr == ""
+
+
+def test_strict_fails_on_a_disproved_declaration_and_writes_nothing(tmp_path: Path) -> None:
+    model = onnx.parser.parse_model(
+        """<ir_version: 8, opset_import: ["" : 17]>
+        g (float[2,3] x, float[2,3] y) => (float[2,2,3] z) {
+            s = SequenceConstruct(x, y)
+            z = ConcatFromSequence<axis = 0>(s)
+        }"""
+    )
+    path, out = tmp_path / "guess.onnx", tmp_path / "typed.onnx"
+    onnx.save(model, path)
+    result = run_cli("shapes", path, "-o", out, "--strict")
+    assert result.returncode == 1
+    assert "declared [2,2,3], which seqpasses disproves" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not out.exists()
+    kept = run_cli("shapes", SAMPLES / "unbind_stack.onnx", "-o", out, "--strict", "-q")
+    assert kept.returncode == 0 and out.exists()

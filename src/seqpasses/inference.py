@@ -410,13 +410,16 @@ def _fill_body(body: ir.Graph, inferred: onnx.GraphProto) -> None:
     _fill_bodies(body, inferred)
 
 
-def annotate(model: ir.Model, options: Options | None = None) -> list[str]:
+def annotate(
+    model: ir.Model, options: Options | None = None, *, disproved: list[str] | None = None
+) -> list[str]:
     """Declare the type and shape of every value of ``model`` seqpasses can type, in place,
     changing nothing else: the main graph with what the walk proves beyond onnx's inference,
     every Loop, If, Scan and SequenceMap body with what onnx's inference says there (in
     linear pieces), never a list's element shape the walk does not prove, nor a shape
     computed from such a list's elements. ``options.input_shapes`` fixes graph input shapes
-    first. Returns the notes of that (what was fixed)."""
+    first. Returns the notes of that (what was fixed); ``disproved`` gets one line per
+    declaration of the model's own that seqpasses disproves and replaces (those notes too)."""
     from seqpasses.checks.selfcheck import passes_checker
     from seqpasses.passes.input_shapes import fix_input_shapes
     from seqpasses.passes.repair_shapes import repair_declarations
@@ -443,12 +446,19 @@ def annotate(model: ir.Model, options: Options | None = None) -> list[str]:
         refuted = []
         # what seqpasses proves shows onnx's inference a declaration of the model's own it
         # contradicts: that declaration is replaced
-        repair_declarations(model, notes.append)
+        repairs: list[str] = []
+        repair_declarations(model, repairs.append)
+        notes.extend(repairs)
+        if disproved is not None:
+            disproved.extend(repairs)
     for value, declared, shown in refuted:
-        notes.append(
+        line = (
             f"output '{value.name}': declared {shape_text(declared)}, which seqpasses "
             f"disproves; {shape_text(shown)} is declared"
         )
+        notes.append(line)
+        if disproved is not None:
+            disproved.append(line)
     return notes
 
 

@@ -236,4 +236,10 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="refuse a model that fails the ONNX checker",
     )
+    shp.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail (exit 1, nothing written) when seqpasses disproves a shape the model "
+        "declares, instead of replacing it",
+    )
     return parser

@@ -14,12 +14,15 @@ from seqpasses.core.graph import all_nodes, graph_paths, is_default
 from seqpasses.core.ops import LEFT_OPS, OPTIONAL_OPS, SEQUENCE_OPS
 from seqpasses.core.proto import all_proto_nodes
 from seqpasses.errors import BadInputError
-from seqpasses.inference import shape_facts
+from seqpasses.inference import annotate, shape_facts
 from seqpasses.options import Options
 from seqpasses.pipeline import Loaded, load, optimize_loaded
 from seqpasses.report import ORIGIN, Report, Rewrite
 
 __all__ = ["inspect_command", "shapes_command"]
+
+EXIT_DISPROVED = 1
+"""``shapes --strict``: a shape the model declares is disproved (as ``--check``'s difference)."""
 
 
 def _format_shape(shape: tuple[int | str | None, ...] | None) -> str:
@@ -47,6 +50,17 @@ def shapes_command(args: argparse.Namespace) -> int:
         if args.output is not None:
             raise BadInputError(f"{args.input}: no shapes inferred ({loaded.unheld})")
         return _unheld(loaded, "no shapes inferred, optimize writes it unchanged")
+    if args.strict:
+        disproved: list[str] = []
+        annotate(loaded.fresh(), options, disproved=disproved)
+        if disproved:
+            more = f" (and {len(disproved) - 1} more)" if len(disproved) > 1 else ""
+            print(
+                f"seqpasses: {args.input}: a declared shape is disproved (--strict): "
+                f"{disproved[0]}{more}; nothing written",
+                file=sys.stderr,
+            )
+            return EXIT_DISPROVED
     if args.output is not None:
         write_shapes(loaded, options, args.input, args.output)
         if not args.quiet:
@@ -93,7 +107,6 @@ def write_shapes(loaded: Loaded, options: Options, source: Path, output: Path) -
     changed (:func:`seqpasses.inference.annotate`), as ``optimize`` writes: atomically, its
     weights carried a weight at a time, external data kept external."""
     from seqpasses.cli.job import plan_writes, save_model
-    from seqpasses.inference import annotate
     from seqpasses.io import external_data_files
 
     model = loaded.fresh()  # (the held model stays as loaded, for the table)
