@@ -140,6 +140,31 @@ def m_prefix_by_length():
     return f, [x, lengths], "map_fn over (x, lengths) keeping x[i,:len_i]*2 -> .flat_values"
 
 
+def m_prefix_rows_by_length():
+    """map_fn over (x[N,L,D], lengths): keep x[i, :len_i, :] (a strided slice on two axes, one
+    end run-time) -> flat_values [sum len_i, D]."""
+
+    @tf.function(
+        input_signature=[
+            tf.TensorSpec([None, None, None], tf.float32, name="x"),
+            tf.TensorSpec([None], tf.int32, name="lengths"),
+        ]
+    )
+    def f(x, lengths):
+        r = tf.map_fn(
+            lambda t: t[0][: t[1], :] * 2.0,
+            (x, lengths),
+            fn_output_signature=tf.RaggedTensorSpec(
+                shape=[None, None], dtype=tf.float32, ragged_rank=0
+            ),
+        )
+        return tf.identity(r.flat_values, name="values")
+
+    x = rng.standard_normal((5, 6, D)).astype(np.float32)
+    lengths = np.array([3, 0, 6, 1, 5], np.int32)
+    return f, [x, lengths], "map_fn over (x, lengths) keeping x[i,:len_i,:]*2 -> .flat_values"
+
+
 def m_ragged_input():
     """ragged input (values, row_splits) mapped per row: keep elements >= row mean -> values + row_splits."""
 
@@ -245,6 +270,7 @@ MODELS = [
     ("tf_ragged_rows_concat", m_rows_concat),
     ("tf_ragged_to_tensor", m_to_tensor),
     ("tf_ragged_prefix_by_length", m_prefix_by_length),
+    ("tf_ragged_prefix_rows_by_length", m_prefix_rows_by_length),
     ("tf_ragged_input_map_fn", m_ragged_input),
     ("tf_ragged_nested_map_fn", m_nested),
     ("tf_tensorarray_concat", m_tensorarray_concat),

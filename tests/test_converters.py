@@ -28,7 +28,7 @@ def _run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarra
 
 
 def test_the_tf2onnx_models_are_here() -> None:
-    assert len(TF2ONNX) == 7
+    assert len(TF2ONNX) == 8
 
 
 @pytest.mark.parametrize("path", TF2ONNX, ids=lambda p: p.stem)

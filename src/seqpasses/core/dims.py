@@ -18,6 +18,8 @@ __all__ = [
     "Dim",
     "add_dims",
     "bounded",
+    "cap_of",
+    "capped",
     "contradicts",
     "dim_of",
     "fill_shape",
@@ -213,3 +215,19 @@ def shape_text(shape: ir.Shape | None) -> str:
     if shape is None:
         return "?"
     return "[" + ",".join("?" if getattr(d, "value", 0) is None else str(d) for d in shape) + "]"
+
+
+_CAPPED = re.compile(r"^min\(([^(),]+),(\d+)\)$")
+
+
+def capped(name: str, cap: int) -> ir.SymbolicDim:
+    """The dim ``min(name, cap)``: a slice to a constant end of an axis whose size is the
+    symbol ``name`` (tf2onnx ends an open slice at 10^9)."""
+    return ir.SymbolicDim(f"min({name},{cap})")
+
+
+def cap_of(dim: object) -> tuple[str, int] | None:
+    """``(name, cap)`` of a :func:`capped` dim; None for any other dim."""
+    text = getattr(dim, "value", None)
+    found = _CAPPED.match(text) if isinstance(text, str) else None
+    return (found.group(1), int(found.group(2))) if found else None

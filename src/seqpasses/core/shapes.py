@@ -16,7 +16,9 @@ import onnx
 import onnx_ir as ir
 
 from seqpasses.core.constants import MAX_ELEMENTS, constant_array
+from seqpasses.core.dims import INT64_MAX, cap_of, capped
 from seqpasses.core.graph import GRAPH_HOLDERS, is_default
+from seqpasses.core.partial import Entry, partial_vector
 
 __all__ = ["ShapeOracle", "TypeAndShape"]
 
@@ -137,13 +139,15 @@ class ShapeOracle:
         node: ir.Node,
         inputs: list[TypeAndShape | None],
         errors: list[str] | None = None,
+        known: Mapping[ir.Value, TypeAndShape] | None = None,
     ) -> list[TypeAndShape]:
         """The types and shapes of ``node``'s outputs for inputs of the given types and shapes.
 
         Unknown outputs are ``(None, None)``; nothing is stored on the values. Where onnx's
         inference rejects the inputs (incompatible dims: the node would fail the checker),
-        its message goes to ``errors`` when given.
-        """
+        its message goes to ``errors`` when given. ``known`` holds the shapes of the values
+        around ``node`` where their declarations are not to be trusted (a loop body's, inferred
+        afresh): a value it lacks is read as declared (or inferred)."""
         unknown: list[TypeAndShape] = [(None, None)] * len(node.outputs)
         if not is_default(node):
             return self._infer_call(node, inputs) or unknown
@@ -220,7 +224,70 @@ class ShapeOracle:
                     ir.serde.deserialize_type_proto_for_shape(type_proto),
                 )
             )
+        if node.op_type == "Slice" and result and result[0][1] is not None:
+            result[0] = (result[0][0], self._slice_dims(node, inputs, result[0][1], known))
         return result
+
+    def _slice_dims(
+        self,
+        node: ir.Node,
+        inputs: list[TypeAndShape | None],
+        shape: ir.Shape,
+        known: Mapping[ir.Value, TypeAndShape] | None,
+    ) -> ir.Shape:
+        """The dims of a Slice's output that onnx's inference leaves unknown when an end is
+        known only in part (an entry computed at run time beside constant ones), or the
+        sliced axis is a symbol: a number where the axis and the slice are numbers; the
+        symbol itself for a slice from 0 to an end past any size; ``min(symbol, end)``
+        (:func:`~seqpasses.core.dims.capped`) to a smaller constant end."""
+        data = inputs[0][1] if inputs and inputs[0] is not None else None
+        if data is None or len(data) != len(shape) or len(node.inputs) < 3:
+            return shape
+
+        def vector(k: int) -> list[Entry] | None:
+            value = node.inputs[k] if k < len(node.inputs) else None
+            if value is None:
+                return None
+            given = inputs[k] if k < len(inputs) else None
+
+            def shape_of(v: ir.Value) -> ir.Shape | None:
+                if v is value and given is not None:
+                    return given[1]
+                if known is not None and v in known:
+                    return known[v][1]
+                return self.shape(v)
+
+            return partial_vector(value, self.constant or constant_array, shape_of)
+
+        starts, ends = vector(1), vector(2)
+        if starts is None or ends is None or len(starts) != len(ends):
+            return shape
+        axes = vector(3) if len(node.inputs) > 3 and node.inputs[3] is not None else None
+        steps = vector(4) if len(node.inputs) > 4 and node.inputs[4] is not None else None
+        axes = axes if axes is not None else list(range(len(starts)))
+        steps = steps if steps is not None else [1] * len(starts)
+        if len(axes) != len(starts) or len(steps) != len(starts):
+            return shape
+        dims = list(shape)
+        rank = len(data)
+        for axis, start, end, step in zip(axes, starts, ends, steps, strict=True):
+            if not isinstance(axis, int) or not -rank <= axis < rank:
+                return shape
+            axis %= rank
+            if any(not isinstance(x, int) or isinstance(x, bool) for x in (start, end, step)):
+                continue
+            assert isinstance(start, int) and isinstance(end, int) and isinstance(step, int)
+            if step == 0 or isinstance(dims[axis], int):
+                continue
+            size = data[axis]
+            if isinstance(size, int):
+                dims[axis] = len(range(*slice(start, end, step).indices(size)))
+            elif isinstance(size, ir.SymbolicDim) and size.value and start == 0 and step == 1:
+                if end >= INT64_MAX // 2:
+                    dims[axis] = size
+                elif end > 0 and cap_of(size) is None:
+                    dims[axis] = capped(size.value, end)
+        return ir.Shape(dims)
 
 
 def _constant_tensor(value: ir.Value) -> ir.TensorProtocol | None:

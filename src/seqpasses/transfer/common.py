@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 import onnx_ir as ir
 
-from seqpasses.core.dims import same_shape
+from seqpasses.core.dims import cap_of, same_shape
 from seqpasses.core.graph import is_default, is_hold, label
 from seqpasses.core.ops import ORT_SPLIT_TO_SEQUENCE_TYPES
 from seqpasses.walk.context import Context
@@ -48,15 +48,17 @@ def follows_ort(ctx: Context, node: ir.Node, values: Iterable[ir.Value], what: s
 
 
 def stable(ctx: Context, shape: ir.Shape | None) -> bool:
-    """Whether ``shape`` is the same wherever it is met: numbers and the inputs' dim names."""
+    """Whether ``shape`` is the same wherever it is met: numbers, the inputs' dim names, and
+    such a name capped by a number (:func:`~seqpasses.core.dims.capped`)."""
     if shape is None:
         return False
+    inputs = ctx.facts.input_dims
     return all(
         isinstance(d, int)
         or (
             isinstance(d, ir.SymbolicDim)
             and d.value is not None
-            and d.value in ctx.facts.input_dims
+            and (d.value in inputs or (cap_of(d) or ("", 0))[0] in inputs)
         )
         for d in shape
     )

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 import numpy as np
 import onnx_ir as ir
 
-from seqpasses.core.dims import same_shape
+from seqpasses.core.dims import cap_of, same_shape
 from seqpasses.core.graph import (
     graph_nodes,
     is_default,
@@ -118,7 +118,9 @@ def empty_of(ctx: Context, scope: Scope, node: ir.Node, element: Element) -> ir.
         if isinstance(dim, int):
             parts.append(emit.int64s([dim]))
             continue
-        found = ctx.facts.dim_sources.get(getattr(dim, "value", None) or "")
+        cap = cap_of(dim)  # (min(name, cap): the named size, capped)
+        name = cap[0] if cap is not None else getattr(dim, "value", None) or ""
+        found = ctx.facts.dim_sources.get(name)
         if found is None:
             return None
         dims = emit.op("Shape", [found[0]])
@@ -128,6 +130,9 @@ def empty_of(ctx: Context, scope: Scope, node: ir.Node, element: Element) -> ir.
         )
         size = emit.op("Gather", [dims, emit.int64s([found[1]])], axis=0)
         size.type, size.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([1])
+        if cap is not None:
+            size = emit.op("Min", [size, emit.int64s([cap[1]])])
+            size.type, size.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([1])
         parts.append(size)
     target = emit.concat(parts, 0)
     zero = ir.tensor(np.zeros((1,), dtype=dtype.numpy()))

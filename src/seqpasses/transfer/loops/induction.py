@@ -64,7 +64,7 @@ def _body_shapes(
             else:  # an initializer, or from an enclosing scope: the same every iteration
                 shape = scope.shapes.shape(v)  # (infers the type too, when it is missing)
                 inputs.append((v.type, shape))
-        inferred = scope.shapes.infer(node, inputs, errors)
+        inferred = scope.shapes.infer(node, inputs, errors, known)
         for out, (type_, shape) in zip(node.outputs, inferred, strict=True):
             # what seqpasses proved itself (an inner loop's scan output) is kept
             proven = out in ctx.facts.proven and shape is None
