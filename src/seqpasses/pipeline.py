@@ -211,12 +211,15 @@ def load(
     why = unknown_opset(proto)
     if why:
         return Loaded(proto, None, name, folder, why, warnings, "opset", file=path)
-    model = given if given is not None else to_ir(proto)
-    if isinstance(model, str):
-        return Loaded(proto, None, name, folder, model, warnings, "unknown-sequence", file=path)
-    _set_base_dirs(model, folder)
-    _unknown_dims(model)
-    number_nodes(model)
+    # (one pause for the model's taking in: a collection between its steps would scan every
+    # object the pause let through)
+    with no_cycle_collection():
+        model = given if given is not None else to_ir(proto)
+        if isinstance(model, str):
+            return Loaded(proto, None, name, folder, model, warnings, "unknown-sequence", file=path)
+        _set_base_dirs(model, folder)
+        _unknown_dims(model)
+        number_nodes(model)
     return Loaded(proto, model, name, folder, "", warnings, file=path)
 
 
