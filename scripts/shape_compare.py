@@ -1,7 +1,7 @@
 """Shapes three tools claim, settled by running the models: seqpasses, onnx's inference and
 ONNX Runtime's symbolic shape inference (what transformer-optimization and TensorRT users run).
 
-    python scripts/shape_compare.py [MODEL_OR_DIR ...] [--each]
+    python scripts/shape_compare.py [MODEL_OR_DIR ...] [--each] [--bodies]
 
 (default: every model under sample_models/). For each model, every value of the main graph
 gets each tool's claim (a rank and dims: numbers, named symbols, or unknown; for a sequence,
@@ -11,7 +11,10 @@ number that differs from the run, a rank that differs, or one symbol bound to tw
 *disproved* claim. Counted per tool over the values it claims without being disproved:
 integer dims, ranked values and named symbols (``unk__N`` and other generated names are not
 named). A tool that crashes on a model claims nothing there. Prints a Markdown table of the
-totals (``--each``: one row per model).
+totals (``--each``: one row per model). ``--bodies`` adds the same table for the values inside
+Loop, If, Scan and SequenceMap bodies: each tool's claims are the ``value_info`` of the bodies
+of the model it writes, settled by ``onnx.reference`` runs that record every body value of
+every iteration (ONNX Runtime returns none of them).
 """
 
 from __future__ import annotations
@@ -36,7 +39,9 @@ from seqpasses.verification import load_inputs, random_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
 Claim = tuple[int | str | None, ...]
-_GENERATED = re.compile(r"^unk__\d+$|_dim_\d+$|_o\d+__d\d+$|^__|^\?$")
+_GENERATED = re.compile(r"unk__\d+|_dim_\d+\b|_o\d+__d\d+\b|^__|^\?$")
+"""Made-up names, alone or in an expression (ONNX Runtime's ``Loop_9_o0__d0 + 1``,
+seqpasses' ``min(unk__115,1000000000)``): a claim of a size no one named."""
 
 
 def _type_claim(type_proto: onnx.TypeProto) -> Claim | None:
@@ -99,6 +104,96 @@ def seqpasses_claims(model: onnx.ModelProto) -> dict[str, Claim] | str:
     except Exception as error:
         return f"{type(error).__name__}"
     return {f.name: f.shape for f in facts.values if f.graph == "main" and f.shape is not None}
+
+
+def _body_claims(model: onnx.ModelProto) -> dict[str, Claim]:
+    """What a model declares of the values inside its Loop, If, Scan and SequenceMap bodies
+    (at any depth; ``value_info`` only, and not of a body's inputs and outputs: the model's
+    own signature)."""
+    claims: dict[str, Claim] = {}
+    graphs = [attr.g for n in model.graph.node for attr in n.attribute if attr.type == attr.GRAPH]
+    while graphs:
+        graph = graphs.pop()
+        signature = {v.name for v in (*graph.input, *graph.output)}
+        for value in graph.value_info:
+            if value.name in signature:
+                continue  # (ONNX Runtime's tool lists a body's outputs there again)
+            claim = _type_claim(value.type)
+            if claim is not None:
+                claims[value.name] = claim
+        for node in graph.node:
+            graphs.extend(attr.g for attr in node.attribute if attr.type == attr.GRAPH)
+    return claims
+
+
+def body_claims(tool: str, model: onnx.ModelProto) -> dict[str, Claim] | str:
+    """Each tool's claims inside bodies: the model it writes (seqpasses: ``infer_shapes``,
+    what ``seqpasses shapes -o`` writes), its bodies' ``value_info``."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if tool == "seqpasses":
+                return _body_claims(seqpasses.infer_shapes(model))
+            if tool == "onnx":
+                return _body_claims(onnx.shape_inference.infer_shapes(model, data_prop=True))
+            from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+
+            with (
+                tempfile.TemporaryDirectory() as scratch,
+                contextlib.chdir(scratch),
+                contextlib.redirect_stdout(io.StringIO()),
+            ):
+                inferred = SymbolicShapeInference.infer_shapes(model, auto_merge=True)
+            return "gave up" if inferred is None else _body_claims(inferred)
+    except Exception as error:
+        return f"{type(error).__name__}"
+
+
+def body_shapes(path: Path, model: onnx.ModelProto) -> list[dict[str, list[tuple[int, ...]]]]:
+    """Per input set onnx.reference runs: the shapes each value inside a body takes, every
+    iteration and branch taken (a sequence's: its elements'). ONNX Runtime returns no value
+    of a body; onnx.reference builds each body's evaluator from the class of the one it runs,
+    so a subclass sees every body run."""
+    from onnx.reference import ReferenceEvaluator
+
+    seen: dict[str, list[tuple[int, ...]]] = {}
+
+    class Recording(ReferenceEvaluator):  # type: ignore[misc]
+        def run(  # type: ignore[override]
+            self,
+            output_names: Any,
+            feed_inputs: dict[str, Any],
+            attributes: dict[str, Any] | None = None,
+            intermediate: bool = False,
+        ) -> Any:
+            results = super().run(None, feed_inputs, attributes, intermediate=True)
+            if self is not top:
+                for name, value in results.items():
+                    if name in feed_inputs or value is None:
+                        continue
+                    elements = value if isinstance(value, list) else [value]
+                    seen.setdefault(name, []).extend(tuple(np.shape(e)) for e in elements)
+            if intermediate:
+                return results
+            return [results[n] for n in (output_names or self.output_names)]
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            top = Recording(model)
+    except Exception:
+        return []
+    runs = []
+    for feeds in _feeds(path, model):
+        seen = {}
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                top.run(None, dict(feeds))
+        except Exception:
+            continue
+        runs.append(seen)
+    return runs
 
 
 def _feeds(path: Path, model: onnx.ModelProto) -> list[dict[str, Any]]:
@@ -207,6 +302,9 @@ def main(argv: list[str]) -> None:
     tools = {"seqpasses": seqpasses_claims, "onnxruntime symbolic": ort_claims, "onnx": onnx_claims}
     totals = {name: Tally() for name in tools}
     rows = []
+    bodies = "--bodies" in argv
+    inner_totals = {name: Tally() for name in tools}
+    inner_rows: list[tuple[Path, dict[str, Tally]]] = []
     for path in paths:
         model = onnx.load(path)
         runs = actual_shapes(path, model)
@@ -220,6 +318,20 @@ def main(argv: list[str]) -> None:
                 setattr(total, key, getattr(total, key) + getattr(tally, key))
             total.examples.extend(tally.examples[: max(0, 8 - len(total.examples))])
         rows.append((path, row))
+        if bodies and any(
+            attr.type == attr.GRAPH for node in model.graph.node for attr in node.attribute
+        ):
+            inner = body_shapes(path, model)
+            inner_row = {}
+            for name in tools:
+                tally = Tally()
+                settle(body_claims(name, model), inner, tally, path.name)
+                inner_row[name] = tally
+                total = inner_totals[name]
+                for key in ("dims", "ranked", "symbols", "disproved", "crashed"):
+                    setattr(total, key, getattr(total, key) + getattr(tally, key))
+                total.examples.extend(tally.examples[: max(0, 8 - len(total.examples))])
+            inner_rows.append((path, inner_row))
     print("| tool | integer dims | ranked values | named symbols | disproved claims | crashed on |")
     print("|---|---|---|---|---|---|")
     for name, total in totals.items():
@@ -253,6 +365,36 @@ def main(argv: list[str]) -> None:
         f"{len({p for p, _ in behind})} of {len(rows)}"
         + "".join(f"\n  {p.name}: more {k}" for p, k in behind[:12])
     )
+    if bodies:
+        print()
+        print(f"inside the bodies of {len(inner_rows)} models with Loop, If, Scan or SequenceMap:")
+        print()
+        print(
+            "| tool | integer dims | ranked values | named symbols | disproved claims | crashed on |"
+        )
+        print("|---|---|---|---|---|---|")
+        for name, total in inner_totals.items():
+            print(
+                f"| {name} | {total.dims} | {total.ranked} | {total.symbols} | "
+                f"{total.disproved} | {total.crashed} of {len(inner_rows)} |"
+            )
+        for other in ("onnxruntime symbolic", "onnx"):
+            ahead = [
+                (path, key)
+                for path, row in inner_rows
+                for key in ("dims", "ranked", "symbols")
+                if not row[other].crashed
+                and getattr(row[other], key) > getattr(row["seqpasses"], key)
+            ]
+            print()
+            print(
+                f"models where {other} knows more inside bodies than seqpasses: "
+                f"{len({p for p, _ in ahead})} of {len(inner_rows)}"
+                + "".join(f"\n  {p.name}: more {k}" for p, k in ahead[:12])
+            )
+        for name, total in inner_totals.items():
+            for example in total.examples[:5]:
+                print(f"  {name} disproved inside bodies: {example}", file=sys.stderr)
     for name, total in totals.items():
         for example in total.examples[:5]:
             print(f"  {name} disproved: {example}", file=sys.stderr)

@@ -92,7 +92,7 @@ SECTIONS: dict[str, Section] = {
     ),
     "shape-table": Section("docs/shapes.md", lambda: _output(lambda: shape_table.main([]))),
     "shape-compare-table": Section(
-        "docs/shapes.md", lambda: _output(lambda: shape_compare.main([]))
+        "docs/shapes.md", lambda: _output(lambda: shape_compare.main(["--bodies"]))
     ),
     "openvino-table": Section("docs/backends.md", lambda: _output(_openvino_table), "openvino"),
     "tract-table": Section("docs/backends.md", lambda: _output(_tract_table), "tract"),

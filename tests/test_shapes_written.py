@@ -170,3 +170,38 @@ def test_strict_fails_on_a_disproved_declaration_and_writes_nothing(tmp_path: Pa
     assert len(result.stderr.strip().splitlines()) == 1 and not out.exists()
     kept = run_cli("shapes", SAMPLES / "unbind_stack.onnx", "-o", out, "--strict", "-q")
     assert kept.returncode == 0 and out.exists()
+
+
+BODY_LIST = """<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] a, float[2] b, int64 n) => (float[?,2] out) {
+    cond = Constant<value = bool {1}>()
+    out = Loop(n, cond) <body = body (int64 i, bool c) => (bool c_out, float[2] w) {
+        l = SequenceConstruct(a, b)
+        two = Constant<value = int64 {2}>()
+        k = Mod(i, two)
+        z = SequenceAt(l, k)
+        u = Neg(z)
+        w = Identity(u)
+        c_out = Identity(c)
+    }>
+}"""
+
+
+def test_what_the_walk_proves_in_a_body_is_declared_and_what_follows(tmp_path: Path) -> None:
+    # a list built in the body, read at a run-time position: no list's element shape is taken
+    # from onnx, but the walk holds the list (two [2] tensors), so the read is [2], and the
+    # Neg of it is typed again
+    path = tmp_path / "body_list.onnx"
+    onnx.save(onnx.parser.parse_model(BODY_LIST), path)
+    typed = seqpasses.infer_shapes(path)
+    body = typed.graph.node[1].attribute[0].g
+    claims = {
+        info.name: [d.dim_value for d in info.type.tensor_type.shape.dim]
+        for info in body.value_info
+        if info.type.HasField("tensor_type") and info.type.tensor_type.HasField("shape")
+    }
+    assert claims["z"] == [2] and claims["u"] == [2]
+    onnx.checker.check_model(typed, full_check=True)
+    feeds = {"a": np.ones(2, np.float32), "b": np.zeros(2, np.float32), "n": np.array(3)}
+    ran = ort.InferenceSession(typed.SerializeToString()).run(None, feeds)[0]
+    assert ran.shape == (3, 2)

@@ -10,6 +10,7 @@ knows is never changed, a sequence value stays a sequence, and symbolic sums kee
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, overload
@@ -171,16 +172,22 @@ def _inferred_skeleton(model: ir.Model) -> onnx.ModelProto:
 Facts = dict[str, tuple[Any, ir.Shape | None]]
 
 
-def _walk_facts(model: ir.Model) -> tuple[Analysis, ir.Model, Facts, set[str]]:
+BodyFacts = dict[ir.Value, tuple[Any, ir.Shape | None]]
+
+
+def _walk_facts(model: ir.Model) -> tuple[Analysis, ir.Model, Facts, set[str], BodyFacts]:
     """Steps 1 and 2 on a copy of ``model``: the walk's analysis (of the copy, which it
     returns), what it knows beyond (or against) ONNX's claims by value name (main graph),
-    and the names where the two contradict."""
+    the names where the two contradict, and what it proves inside bodies (by ``model``'s
+    values: :func:`_body_facts`)."""
     inferred = _inferred_skeleton(model)
     claims = _claims(inferred)
     copy = ir.serde.deserialize_model(inferred)
     split = _split_facts(copy)
     before = {out: out.shape for node in copy.graph for out in node.outputs}
+    pairs = _pairs(model, copy)
     analysis = analyze(copy, FoldOptions())
+    inner = _body_facts(pairs, analysis, set(split))
     facts: Facts = dict(split)
     for value, (type_, shape) in _sequence_facts(analysis.sequences).items():
         if value.name and value.graph is copy.graph:
@@ -197,37 +204,103 @@ def _walk_facts(model: ir.Model) -> tuple[Analysis, ir.Model, Facts, set[str]]:
             against.add(name)
         else:
             facts[name] = (type_, fill_shape(claimed, shape, numbers_win=True))
-    return analysis, copy, facts, against
+    return analysis, copy, facts, against, inner
 
 
 def _read_facts(copy: ir.Model, analysis: Analysis, unbound: set[str]) -> Facts:
     """The shapes of what reads a list the walk holds whole (main graph): a
     ``ConcatFromSequence`` of known elements, a ``SequenceAt`` at a constant position; not of
     the lists in ``unbound`` (:func:`_split_facts`: where the spec and ONNX Runtime differ)."""
-    found: Facts = {}
-    for node in copy.graph:
-        if node.op_type not in ("ConcatFromSequence", "SequenceAt") or not node.outputs:
-            continue
-        read = node.inputs[0]
+    return {
+        (out.name or ""): fact
+        for out, fact in _reads_of_lists(copy.graph, analysis, unbound).items()
+        if out.name
+    }
+
+
+Read = tuple[ir.Node, ir.Value | None, ir.Value | None, ir.Value]
+"""A node reading a list (ConcatFromSequence, SequenceAt): the node, the list, the position
+(SequenceAt's), the output; taken before a dry walk rewrites the node away."""
+
+
+def _reads(nodes: Iterable[ir.Node]) -> list[Read]:
+    return [
+        (node, node.inputs[0], node.inputs[1] if len(node.inputs) > 1 else None, node.outputs[0])
+        for node in nodes
+        if node.op_type in ("ConcatFromSequence", "SequenceAt") and node.outputs and node.inputs
+    ]
+
+
+def _reads_of_lists(
+    graph: ir.Graph | list[Read], analysis: Analysis, unbound: set[str]
+) -> dict[ir.Value, tuple[Any, ir.Shape]]:
+    """:func:`_read_facts` in ``graph`` (or of the reads given), by value: a ``SequenceAt`` of
+    a list held as one tensor at any position is its element shape, and of a list of known
+    elements that all have one rank, at a position known only at run time, their common
+    shape (a read that succeeds gives one of them)."""
+    found: dict[ir.Value, tuple[Any, ir.Shape]] = {}
+    for node, read, position, out in graph if isinstance(graph, list) else _reads(graph):
         if read is None or read.name in unbound:
             continue
         held = analysis.sequences.get(read)
-        out = node.outputs[0]
+        if (
+            isinstance(held, StackedSequence)
+            and node.op_type == "SequenceAt"
+            and held.element is not None
+            and held.dtype is not None
+        ):
+            found[out] = (ir.TensorType(held.dtype), held.element)
+            continue
         if not isinstance(held, StaticSequence) or not held.elements or not out.name:
             continue
         shape: ir.Shape | None = None
         if node.op_type == "SequenceAt":
-            position = node.inputs[1] if len(node.inputs) > 1 else None
             array = constant_array(position) if position is not None else None
             if array is not None and array.size == 1:
                 index = int(array.reshape(()))
                 if -len(held.elements) <= index < len(held.elements):
                     shape = held.elements[index].shape
+            elif array is None:
+                shape = merge_shapes([e.shape for e in held.elements])
         else:
             shape = _concatenated(held, node)
         if shape is not None:
             dtype = held.dtype
-            found[out.name] = (None if dtype is None else ir.TensorType(dtype), shape)
+            found[out] = (None if dtype is None else ir.TensorType(dtype), shape)
+    return found
+
+
+def _pairs(model: ir.Model, copy: ir.Model) -> tuple[dict[ir.Value, ir.Value], list[Read]]:
+    """Each value made inside a body of ``copy`` (a copy of ``model``, before any walk), with
+    the value of ``model`` it is; and the reads of lists in those bodies."""
+    pairs: dict[ir.Value, ir.Value] = {}
+    reads: list[Read] = []
+    for (_, mine), (_, theirs) in zip(graphs(model), graphs(copy), strict=False):
+        if mine is model.graph:
+            continue
+        for node, other in zip(mine, theirs, strict=False):
+            if node.op_type != other.op_type or len(node.outputs) != len(other.outputs):
+                break
+            pairs.update(zip(other.outputs, node.outputs, strict=True))
+            reads.extend(_reads([other]))
+    return pairs, reads
+
+
+def _body_facts(
+    paired: tuple[dict[ir.Value, ir.Value], list[Read]], analysis: Analysis, unbound: set[str]
+) -> dict[ir.Value, tuple[Any, ir.Shape | None]]:
+    """What the walk proves of the values inside the bodies of ``copy`` (lists: their element
+    shape; reads of them), given by the values of the model they stand for (``pairs``: made
+    before the walk, whose dry rewrites change the copy). Not a list of ``unbound`` nor what
+    reads one (the spec and ONNX Runtime differ there)."""
+    pairs, reads = paired
+    found: dict[ir.Value, tuple[Any, ir.Shape | None]] = {}
+    for value, fact in _sequence_facts(analysis.sequences).items():
+        if value in pairs and (value.name or "") not in unbound and fact[1] is not None:
+            found[pairs[value]] = fact
+    for value, fact in _reads_of_lists(reads, analysis, unbound).items():
+        if value in pairs:
+            found[pairs[value]] = fact
     return found
 
 
@@ -313,6 +386,7 @@ def fill_shapes_in_place(
     *,
     checkable: bool = True,
     bodies: bool = False,
+    body_facts: bool = True,
 ) -> tuple[Analysis, ir.Model]:
     """Fill the types and shapes of the main graph's values (see the module docstring), in
     ``model`` itself; return the walk's analysis and the copy it analysed.
@@ -322,7 +396,7 @@ def fill_shapes_in_place(
     declared with no shape: the checker's inference would reject the fact, and the run
     disproves ONNX's claim. Without it (``seqpasses shapes``, :func:`infer_shapes`), the facts
     are declared."""
-    analysis, copy, facts, against = _walk_facts(model)
+    analysis, copy, facts, against, inner = _walk_facts(model)
     after, opaque = _downstream(model.graph, against)
     if checkable:
         for name in against:
@@ -353,7 +427,7 @@ def fill_shapes_in_place(
             for value in node.outputs:
                 if isinstance(value.type, ir.SequenceType) and (value.name or "") not in facts:
                     value.shape = None
-        _fill_bodies(model.graph, inferred.graph)
+        _fill_bodies(model.graph, inferred.graph, inner if body_facts else {})
     return analysis, copy
 
 
@@ -362,7 +436,7 @@ _SURE_OF_A_SEQUENCE = frozenset({"SequenceLength", "SequenceInsert", "SequenceEr
 length is an int64 scalar; a list in, a list out: its own claim is dropped as any list's)."""
 
 
-def _fill_bodies(graph: ir.Graph, inferred: onnx.GraphProto) -> None:
+def _fill_bodies(graph: ir.Graph, inferred: onnx.GraphProto, proven: BodyFacts) -> None:
     """Type the values inside every subgraph of ``graph`` (at any depth) that onnx's
     inference types (``inferred``: the same graph, inferred with the outer scope's types),
     where the model says nothing of them. Never copied: a list's element shape (onnx keeps a
@@ -377,10 +451,10 @@ def _fill_bodies(graph: ir.Graph, inferred: onnx.GraphProto) -> None:
             if proto_attr is None or attr.type != ir.AttributeType.GRAPH:
                 continue
             if proto_attr.type == onnx.AttributeProto.GRAPH:
-                _fill_body(attr.as_graph(), proto_attr.g)
+                _fill_body(attr.as_graph(), proto_attr.g, proven)
 
 
-def _fill_body(body: ir.Graph, inferred: onnx.GraphProto) -> None:
+def _fill_body(body: ir.Graph, inferred: onnx.GraphProto, proven: BodyFacts) -> None:
     types = {info.name: info.type for info in (*inferred.value_info, *inferred.output)}
     tainted: set[ir.Value] = set()
     signature = {*body.inputs, *body.outputs}  # (the model's own: onnx's checker wants them)
@@ -392,6 +466,18 @@ def _fill_body(body: ir.Graph, inferred: onnx.GraphProto) -> None:
     for node in body:
         reads_list = any(v in tainted for v in node.inputs if v is not None)
         for value in node.outputs:
+            fact = proven.get(value) if value not in signature else None
+            claimed = _shape_of(types.get(value.name or ""))
+            if fact is not None and fact[1] is not None and not contradicts(claimed, fact[1]):
+                type_, shape = fact  # (the walk proves it: a tensor computed from it is sure)
+                if type_ is not None and (value.type is None or isinstance(type_, ir.SequenceType)):
+                    value.type = type_
+                if value.type is None:
+                    continue
+                if isinstance(value.type, ir.SequenceType):
+                    tainted.add(value)  # (its readers: only what the walk proves of them)
+                value.shape = fill_shape(claimed, shape, numbers_win=True)
+                continue
             if isinstance(value.type, ir.SequenceType) or (
                 reads_list and node.op_type not in _SURE_OF_A_SEQUENCE
             ):
@@ -407,7 +493,7 @@ def _fill_body(body: ir.Graph, inferred: onnx.GraphProto) -> None:
             value.type = type_
             if value not in tainted:
                 value.shape = _shape_of(claim)
-    _fill_bodies(body, inferred)
+    _fill_bodies(body, inferred, proven)
 
 
 def annotate(
@@ -433,7 +519,18 @@ def annotate(
     probe = ir.serde.deserialize_model(skeleton(model).proto)
     fill_shapes_in_place(probe, checkable=False)
     proved = {value.name: value.shape for value in probe.graph.outputs}
+    saved = [
+        (value, value.type, value.shape)
+        for _, graph in graphs(model)
+        for value in [*graph.inputs, *(out for node in graph for out in node.outputs)]
+    ]
     fill_shapes_in_place(model, checkable=True, bodies=True)
+    if valid and passes_checker(skeleton(model).proto):
+        # what the walk proves in a body, beside what onnx's checker infers there, would make
+        # the model one the checker rejects (where the spec and ONNX Runtime differ): not used
+        for value, type_, shape in saved:
+            value.type, value.shape = type_, shape
+        fill_shapes_in_place(model, checkable=True, bodies=True, body_facts=False)
     refuted: list[tuple[ir.Value, ir.Shape | None, ir.Shape]] = []
     for value in model.graph.outputs:  # an exporter's guessed output rank, say
         shape = proved.get(value.name)
