@@ -249,6 +249,9 @@ class Tally:
     examples: list[str] = field(default_factory=list)
 
 
+_KEYS = ("dims", "ranked", "symbols", "disproved", "crashed")
+
+
 def _named(dim: object) -> bool:
     return isinstance(dim, str) and not _GENERATED.search(dim)
 
@@ -352,6 +355,15 @@ def main(argv: list[str]) -> None:
                 + " | ".join(cells)
                 + " |"
             )
+    finished = [row for _, row in rows if not row["onnxruntime symbolic"].crashed]
+    print()
+    print(f"on the {len(finished)} models ONNX Runtime's symbolic inference finishes:")
+    print()
+    print("| tool | integer dims | ranked values | named symbols | disproved claims |")
+    print("|---|---|---|---|---|")
+    for name in tools:
+        cells = [sum(getattr(row[name], key) for row in finished) for key in _KEYS[:4]]
+        print(f"| {name} | " + " | ".join(str(c) for c in cells) + " |")
     behind = [
         (path, key)
         for path, row in rows

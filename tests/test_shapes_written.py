@@ -205,3 +205,20 @@ def test_what_the_walk_proves_in_a_body_is_declared_and_what_follows(tmp_path: P
     feeds = {"a": np.ones(2, np.float32), "b": np.zeros(2, np.float32), "n": np.array(3)}
     ran = ort.InferenceSession(typed.SerializeToString()).run(None, feeds)[0]
     assert ran.shape == (3, 2)
+
+
+def test_constants_decide_dims_onnx_leaves_unknown() -> None:
+    # a Pad of constant pads on a symbol: N+64 (ONNX Runtime's tool says the same)
+    facts = seqpasses.shape_facts(SAMPLES / "reflect_pad_frames.onnx")
+    assert next(v.shape for v in facts.values if v.name == "padded") == (1, "N+64")
+    # in a loop body, a Slice whose axes and steps are Unsqueezed constants: the sliced axis
+    # by number, the other kept (m), and what reads it inferred again
+    typed = seqpasses.infer_shapes(SAMPLES / "torch" / "ts_stack_columns.onnx")
+    body = next(n for n in typed.graph.node if n.op_type == "Loop").attribute[0].g
+    claims = {
+        info.name: [d.dim_value or d.dim_param for d in info.type.tensor_type.shape.dim]
+        for info in body.value_info
+        if info.type.HasField("tensor_type") and info.type.tensor_type.HasField("shape")
+    }
+    assert claims["/Slice_output_0"] == [2, "m"] and claims["/Gather_1_output_0"] == [2]
+    onnx.checker.check_model(typed, full_check=True)

@@ -21,7 +21,7 @@ import onnx_ir as ir
 from seqpasses.core.constants import constant_array
 from seqpasses.core.dims import contradicts, fill_shape, generated, merge_shapes, shape_text
 from seqpasses.core.emit import concat_shape
-from seqpasses.core.graph import graphs
+from seqpasses.core.graph import graphs, onnx_opset
 from seqpasses.core.onnx_inference import infer
 from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
 from seqpasses.core.skeleton import skeleton
@@ -387,6 +387,7 @@ def fill_shapes_in_place(
     checkable: bool = True,
     bodies: bool = False,
     body_facts: bool = True,
+    refine: bool = True,
 ) -> tuple[Analysis, ir.Model]:
     """Fill the types and shapes of the main graph's values (see the module docstring), in
     ``model`` itself; return the walk's analysis and the copy it analysed.
@@ -422,13 +423,82 @@ def fill_shapes_in_place(
     for name in (after if checkable else opaque) - set(facts):
         claims.pop(name, None)
     _fill_from(model, claims)
+    unsure = after | against  # (what a contradiction with onnx's inference reaches)
+    opset = onnx_opset(model.opset_imports) or 1
+    if refine and (bodies or not checkable):  # (shapes' paths; optimize's output as it was)
+        _refine(model.graph, opset, {v for n in model.graph for v in n.outputs if v.name in unsure})
     if bodies:
         for node in model.graph:  # (a list's element shape only where seqpasses proves it)
             for value in node.outputs:
                 if isinstance(value.type, ir.SequenceType) and (value.name or "") not in facts:
                     value.shape = None
-        _fill_bodies(model.graph, inferred.graph, inner if body_facts else {})
+        _fill_bodies(model.graph, inferred.graph, inner if body_facts else {}, opset, refine)
     return analysis, copy
+
+
+def _refine(graph: ir.Graph, opset: int, tainted: set[ir.Value] | None = None) -> None:
+    """Dims onnx's inference leaves unknown that constants decide, in ``graph``'s own nodes
+    (in order, each from its inputs as filled so far): a ``Slice`` whose ends or axes are
+    known only in part (:meth:`~seqpasses.core.shapes.ShapeOracle.infer`), a ``Pad`` of
+    constant pads (a symbol plus a number: ``N+64``). Never a dim known already, nor a value
+    of ``tainted`` or computed from one."""
+    from seqpasses.core.dims import add_dims
+    from seqpasses.core.partial import partial_vector
+    from seqpasses.core.shapes import ShapeOracle
+
+    oracle = ShapeOracle(opset)
+    known: dict[ir.Value, tuple[Any, ir.Shape | None]] = {}
+    tainted = tainted if tainted is not None else set()
+    changed: set[ir.Value] = set()
+    for node in graph:
+        if node.domain not in ("", "ai.onnx"):
+            continue
+        if node.op_type not in ("Slice", "Pad"):
+            if any(v in changed for v in node.inputs) and not any(
+                v in tainted for v in node.inputs
+            ):  # (what reads a refined value: onnx's inference of the node, again)
+                inputs = [(v.type, v.shape) if v is not None else None for v in node.inputs]
+                for out, (_, shape) in zip(node.outputs, oracle.infer(node, inputs), strict=True):
+                    if shape is None or contradicts(out.shape, shape) or out.type is None:
+                        continue
+                    filled = fill_shape(out.shape, shape, numbers_win=True)
+                    if filled != out.shape:
+                        out.shape = filled
+                        changed.add(out)
+            continue
+        if len(node.outputs) != 1 or not node.inputs or node.inputs[0] is None:
+            continue
+        data, out = node.inputs[0], node.outputs[0]
+        if data in tainted or out in tainted or data.shape is None or out.type is None:
+            continue
+        values = [v for v in node.inputs if v is not None]
+        known.update((v, (v.type, v.shape)) for v in values)
+        new: ir.Shape | None = None
+        if node.op_type == "Slice" and out.shape is not None:
+            inputs = [(v.type, v.shape) if v is not None else None for v in node.inputs]
+            new = oracle._slice_dims(node, inputs, out.shape, known)
+        elif node.op_type == "Pad" and len(node.inputs) in (2, 3) and node.inputs[1] is not None:
+            pads = partial_vector(
+                node.inputs[1], constant_array, lambda v: known.get(v, (0, v.shape))[1]
+            )
+            rank = len(data.shape)
+            if pads is not None and len(pads) == 2 * rank:
+                dims: list[int | ir.SymbolicDim] = []
+                for k, d in enumerate(data.shape):
+                    begin, end = pads[k], pads[k + rank]
+                    if isinstance(begin, bool) or isinstance(end, bool):
+                        begin = end = None
+                    if begin is None or end is None:
+                        dims.append(ir.SymbolicDim(None))
+                    else:
+                        dims.append(add_dims([d, begin, end]))
+                new = ir.Shape(dims)
+        if new is None or contradicts(out.shape, new):
+            continue
+        filled = fill_shape(out.shape, new, numbers_win=True)
+        if filled != out.shape:
+            out.shape = filled
+            changed.add(out)
 
 
 _SURE_OF_A_SEQUENCE = frozenset({"SequenceLength", "SequenceInsert", "SequenceErase"})
@@ -436,7 +506,9 @@ _SURE_OF_A_SEQUENCE = frozenset({"SequenceLength", "SequenceInsert", "SequenceEr
 length is an int64 scalar; a list in, a list out: its own claim is dropped as any list's)."""
 
 
-def _fill_bodies(graph: ir.Graph, inferred: onnx.GraphProto, proven: BodyFacts) -> None:
+def _fill_bodies(
+    graph: ir.Graph, inferred: onnx.GraphProto, proven: BodyFacts, opset: int, refine: bool
+) -> None:
     """Type the values inside every subgraph of ``graph`` (at any depth) that onnx's
     inference types (``inferred``: the same graph, inferred with the outer scope's types),
     where the model says nothing of them. Never copied: a list's element shape (onnx keeps a
@@ -451,10 +523,12 @@ def _fill_bodies(graph: ir.Graph, inferred: onnx.GraphProto, proven: BodyFacts) 
             if proto_attr is None or attr.type != ir.AttributeType.GRAPH:
                 continue
             if proto_attr.type == onnx.AttributeProto.GRAPH:
-                _fill_body(attr.as_graph(), proto_attr.g, proven)
+                _fill_body(attr.as_graph(), proto_attr.g, proven, opset, refine)
 
 
-def _fill_body(body: ir.Graph, inferred: onnx.GraphProto, proven: BodyFacts) -> None:
+def _fill_body(
+    body: ir.Graph, inferred: onnx.GraphProto, proven: BodyFacts, opset: int, refine: bool
+) -> None:
     types = {info.name: info.type for info in (*inferred.value_info, *inferred.output)}
     tainted: set[ir.Value] = set()
     signature = {*body.inputs, *body.outputs}  # (the model's own: onnx's checker wants them)
@@ -493,7 +567,9 @@ def _fill_body(body: ir.Graph, inferred: onnx.GraphProto, proven: BodyFacts) -> 
             value.type = type_
             if value not in tainted:
                 value.shape = _shape_of(claim)
-    _fill_bodies(body, inferred, proven)
+    if refine:
+        _refine(body, opset, tainted)
+    _fill_bodies(body, inferred, proven, opset, refine)
 
 
 def annotate(
@@ -530,7 +606,7 @@ def annotate(
         # the model one the checker rejects (where the spec and ONNX Runtime differ): not used
         for value, type_, shape in saved:
             value.type, value.shape = type_, shape
-        fill_shapes_in_place(model, checkable=True, bodies=True, body_facts=False)
+        fill_shapes_in_place(model, checkable=True, bodies=True, body_facts=False, refine=False)
     refuted: list[tuple[ir.Value, ir.Shape | None, ir.Shape]] = []
     for value in model.graph.outputs:  # an exporter's guessed output rank, say
         shape = proved.get(value.name)

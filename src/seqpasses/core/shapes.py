@@ -270,9 +270,20 @@ class ShapeOracle:
             return shape
         dims = list(shape)
         rank = len(data)
+        if any(
+            not isinstance(a, int) or isinstance(a, bool) or not -rank <= a < rank for a in axes
+        ):
+            return shape
+        sliced = {a % rank for a in axes}  # type: ignore[operator]
+        for k in range(rank):  # (an axis not sliced keeps its size)
+            if (
+                k not in sliced
+                and not isinstance(dims[k], int)
+                and getattr(dims[k], "value", None) is None
+            ):
+                dims[k] = data[k]
         for axis, start, end, step in zip(axes, starts, ends, steps, strict=True):
-            if not isinstance(axis, int) or not -rank <= axis < rank:
-                return shape
+            assert isinstance(axis, int)
             axis %= rank
             if any(not isinstance(x, int) or isinstance(x, bool) for x in (start, end, step)):
                 continue
