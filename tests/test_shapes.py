@@ -97,8 +97,14 @@ def test_never_contradicts_onnx_and_knows_at_least_as_much(path: Path) -> None:
     model = onnx.load(path)
     ours = seqpasses.shape_facts(model)
     theirs = _onnx_facts(model)
+    # a list a Loop gives back: its element shape is claimed only as induction proves it (onnx
+    # takes the body's declaration: ONNX's own test_loop13_seq declares rank-0 elements, the
+    # run gives [1], [2], ...); what seqpasses claims there must still agree with onnx
+    from_loops = {out for node in model.graph.node if node.op_type == "Loop" for out in node.output}
     for fact in ours.values:
         if fact.graph != "main" or fact.name not in theirs:
+            continue
+        if fact.name in from_loops and fact.kind == "sequence" and fact.shape is None:
             continue
         kind, tensor = _leaf(theirs[fact.name])
         expected_kind = {

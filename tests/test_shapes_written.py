@@ -222,3 +222,34 @@ def test_constants_decide_dims_onnx_leaves_unknown() -> None:
     }
     assert claims["/Slice_output_0"] == [2, "m"] and claims["/Gather_1_output_0"] == [2]
     onnx.checker.check_model(typed, full_check=True)
+
+
+GROWING = """<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] a, int64 n) => (float[?] out) {
+    cond = Constant<value = bool {1}>()
+    start = SequenceConstruct(a)
+    grown = Loop(n, cond, start) <body = body (int64 i, bool c, seq(float[?]) l)
+                                      => (bool c_out, seq(float[?]) l_out) {
+        last = Constant<value = int64 {-1}>()
+        e = SequenceAt(l, last)
+        f = Concat<axis = 0>(e, e)
+        l_out = SequenceInsert(l, f)
+        c_out = Identity(c)
+    }>
+    out = ConcatFromSequence<axis = 0>(grown)
+}"""
+
+
+def test_a_list_a_loop_carries_has_its_elements_proven_by_induction(tmp_path: Path) -> None:
+    # nested loops (TorchScript): the outer list's elements are rank 1, each a stack of scalars
+    facts = seqpasses.shape_facts(SAMPLES / "torch" / "ts_nested_loops.onnx")
+    assert next(v.shape for v in facts.values if v.name == "/Loop_1_output_0") == (None,)
+    # a list whose elements grow every iteration ([2], [4], [8], ...): rank 1, the dim unknown
+    path = tmp_path / "growing.onnx"
+    onnx.save(onnx.parser.parse_model(GROWING), path)
+    facts = seqpasses.shape_facts(path)
+    assert next(v.shape for v in facts.values if v.name == "grown") == (None,)
+    assert next(v.shape for v in facts.values if v.name == "out") == (None,)
+    feeds = {"a": np.ones(2, np.float32), "n": np.array(3)}
+    ran = ort.InferenceSession(path.read_bytes()).run(None, feeds)[0]
+    assert ran.shape == (2 + 4 + 8 + 16,)

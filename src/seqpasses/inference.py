@@ -10,7 +10,8 @@ knows is never changed, a sequence value stays a sequence, and symbolic sums kee
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections import ChainMap
+from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, overload
@@ -19,7 +20,14 @@ import onnx
 import onnx_ir as ir
 
 from seqpasses.core.constants import constant_array
-from seqpasses.core.dims import contradicts, fill_shape, generated, merge_shapes, shape_text
+from seqpasses.core.dims import (
+    contradicts,
+    fill_shape,
+    generated,
+    merge_shapes,
+    same_shape,
+    shape_text,
+)
 from seqpasses.core.emit import concat_shape
 from seqpasses.core.graph import graphs, onnx_opset
 from seqpasses.core.onnx_inference import infer
@@ -426,7 +434,19 @@ def fill_shapes_in_place(
     unsure = after | against  # (what a contradiction with onnx's inference reaches)
     opset = onnx_opset(model.opset_imports) or 1
     if refine and (bodies or not checkable):  # (shapes' paths; optimize's output as it was)
-        _refine(model.graph, opset, {v for n in model.graph for v in n.outputs if v.name in unsure})
+        unsure_values = {v for n in model.graph for v in n.outputs if v.name in unsure}
+        held = {v.name: known for v, known in analysis.sequences.items() if v.graph is copy.graph}
+        lists = _loop_lists(model.graph, held, opset)
+        for node in model.graph:  # (onnx's claim of a loop's list: the inits' element shape)
+            for value in node.outputs if node.op_type == "Loop" else ():
+                if isinstance(value.type, ir.SequenceType) and (value.name or "") not in facts:
+                    value.shape = None
+        for value, element in lists.items():
+            if value in unsure_values or (value.name or "") in facts:
+                continue
+            value.shape = element
+            facts[value.name or ""] = (value.type, element)
+        _refine(model.graph, opset, unsure_values, set(lists))
     if bodies:
         for node in model.graph:  # (a list's element shape only where seqpasses proves it)
             for value in node.outputs:
@@ -436,7 +456,322 @@ def fill_shapes_in_place(
     return analysis, copy
 
 
-def _refine(graph: ir.Graph, opset: int, tainted: set[ir.Value] | None = None) -> None:
+_EMPTY = ir.Shape([])  # (a marker: the list has no element; compared by identity)
+Elements = ir.Shape | None
+
+
+def _merge(a: Elements, b: Elements) -> Elements:
+    """The element shape of a list holding the elements of two (``_EMPTY``: none)."""
+    if a is _EMPTY:
+        return b
+    if b is _EMPTY:
+        return a
+    return merge_shapes([a, b])
+
+
+@dataclass
+class _Known:
+    """What a body knows of a list it hands an inner Loop: its elements' shape."""
+
+    elements: Elements
+
+
+def _element_type(
+    listed: ir.Value | None, out: ir.Value, types: MutableMapping[ir.Value, Any]
+) -> None:
+    """The type of a tensor read off a list: its elements' (when ``out`` has none)."""
+    type_ = types.get(listed, listed.type) if listed is not None else None
+    tensor = type_.elem_type if isinstance(type_, ir.SequenceType) else None
+    if out.type is None and isinstance(tensor, ir.TensorType):
+        types[out] = tensor
+
+
+def _outside_list(value: ir.Value, held: dict[str | None, Any]) -> Elements:
+    """The element shape of a list from outside the loops followed: a graph input's declared
+    one (the model's signature, as for a tensor input), or what the walk holds of it."""
+    if value.is_graph_input() and isinstance(value.type, ir.SequenceType):
+        return value.shape
+    known = held.get(value.name)
+    if isinstance(known, StaticSequence):
+        found: Elements = _EMPTY
+        for element in known.elements:
+            found = _merge(found, element.shape)
+        return found
+    if isinstance(known, StackedSequence):
+        return known.element
+    return None
+
+
+def _alike(a: Elements, b: Elements) -> bool:
+    """The same shape, dim for dim (an unknown dim alike an unknown one)."""
+    if a is None or b is None:
+        return a is b
+    return len(a) == len(b) and all(
+        x == y
+        if isinstance(x, int) or isinstance(y, int)
+        else getattr(x, "value", None) == getattr(y, "value", None)
+        for x, y in zip(a, b, strict=True)
+    )
+
+
+def _loop_lists(
+    nodes: Iterable[ir.Node],
+    held: dict[str | None, Any],
+    opset: int,
+    depth: int = 0,
+    outer: Mapping[ir.Value, ir.Shape | None] | None = None,
+    outer_types: Mapping[ir.Value, Any] | None = None,
+) -> dict[ir.Value, ir.Shape]:
+    """The element shape of each list a ``Loop`` of ``graph`` carries out, by induction: the
+    elements it starts with (``held``: what the walk holds of the values, by name), merged
+    with every tensor its body inserts, inferred with the list assumed to hold such elements,
+    until the assumption holds (a dim that differs becomes unknown; ranks that differ, or a
+    start the walk does not hold, give nothing). Loops inside bodies are followed."""
+    from seqpasses.core.shapes import ShapeOracle
+
+    found: dict[ir.Value, ir.Shape] = {}
+    oracle = ShapeOracle(opset)
+    for node in nodes:
+        if node.op_type != "Loop" or node.domain not in ("", "ai.onnx") or depth > 4:
+            continue
+        body_attr = node.attributes.get("body")
+        if body_attr is None or body_attr.type != ir.AttributeType.GRAPH:
+            continue
+        body = body_attr.as_graph()
+        for j, initial in enumerate(node.inputs[2:]):
+            if initial is None or j + 2 >= len(body.inputs) or j >= len(node.outputs):
+                continue
+            if not isinstance(body.inputs[2 + j].type, ir.SequenceType):
+                continue
+            known = held.get(initial.name)
+            start: Elements
+            if isinstance(known, _Known) and known.elements is not None:
+                start = known.elements
+            elif isinstance(known, StaticSequence):
+                start = _EMPTY
+                for element in known.elements:
+                    start = _merge(start, element.shape)
+            elif isinstance(known, StackedSequence) and known.element is not None:
+                start = known.element
+            else:
+                continue
+            guess = start
+            around = outer or {}
+            carried = [  # (a carried tensor: its initial shape, while the body keeps it)
+                None
+                if v is None or isinstance(body.inputs[2 + k].type, ir.SequenceType)
+                else around.get(v, v.shape)
+                for k, v in enumerate(node.inputs[2 : len(body.inputs)])
+            ]
+            for _ in range(6):
+                ends, kept = _body_elements(
+                    body, j, guess, carried, held, oracle, depth, around, outer_types or {}
+                )
+                after = _merge(guess, ends) if ends is not None else None
+                if after is None:
+                    break
+                held_up = [
+                    c if c is not None and k is not None and same_shape(c, k) else None
+                    for c, k in zip(carried, kept, strict=True)
+                ]
+                same = after is guess or (
+                    after is not _EMPTY and guess is not _EMPTY and _alike(after, guess)
+                )
+                if same and held_up == carried:
+                    if guess is not _EMPTY and guess is not None:
+                        found[node.outputs[j]] = guess
+                    break
+                guess, carried = after, held_up
+    return found
+
+
+def _body_elements(
+    body: ir.Graph,
+    j: int,
+    guess: Elements,
+    carried: list[ir.Shape | None],
+    held: dict[str | None, Any],
+    oracle: Any,
+    depth: int,
+    outer: Mapping[ir.Value, ir.Shape | None],
+    outer_types: Mapping[ir.Value, Any],
+) -> tuple[Elements, list[ir.Shape | None]]:
+    """The element shape of the list a Loop's ``body`` gives back as carried value ``j``, its
+    list coming in with elements of shape ``guess`` and its carried tensors of the shapes
+    ``carried``: None where it cannot be told; and the shapes of the carried values it gives
+    back (the tensors')."""
+    own: dict[ir.Value, ir.Shape | None] = {
+        body.inputs[0]: ir.Shape([]),
+        body.inputs[1]: ir.Shape([]),
+    }
+    shapes = ChainMap(own, dict(outer))  # (an enclosing body's values, as this walk found them)
+    types: ChainMap[ir.Value, Any] = ChainMap({}, dict(outer_types))
+    elements: ChainMap[ir.Value, Elements] = ChainMap({})
+    for k, value in enumerate(body.inputs[2:]):
+        if isinstance(value.type, ir.SequenceType):
+            elements[value] = guess if k == j else None
+        else:  # (as assumed: the caller checks that the body keeps it)
+            shapes[value] = carried[k] if k < len(carried) else None
+    _step(body, shapes, types, elements, held, oracle, depth)
+
+    def shape(v: ir.Value | None) -> ir.Shape | None:
+        return None if v is None else shapes.get(v, v.shape)
+
+    def listed(v: ir.Value | None) -> Elements:
+        return elements.get(v) if v is not None else None
+
+    kept = [shape(v) for v in body.outputs[1 : 1 + len(carried)]]
+    kept += [None] * (len(carried) - len(kept))
+    if j + 1 >= len(body.outputs):
+        return None, kept
+    return listed(body.outputs[1 + j]), kept
+
+
+def _step(
+    nodes: Iterable[ir.Node],
+    shapes: ChainMap[ir.Value, ir.Shape | None],
+    types: ChainMap[ir.Value, Any],
+    elements: ChainMap[ir.Value, Elements],
+    held: dict[str | None, Any],
+    oracle: Any,
+    depth: int,
+) -> None:
+    """Follow ``nodes`` (a body's, a branch's) for :func:`_body_elements`: each tensor's shape
+    into ``shapes`` (what it cannot tell: None), each list's element shape into
+    ``elements``."""
+
+    def shape(v: ir.Value | None) -> ir.Shape | None:
+        if v is None:
+            return None
+        return shapes.get(v, v.shape)  # (from outside: as filled)
+
+    def listed(v: ir.Value | None) -> Elements:
+        if v is None:
+            return None
+        return elements[v] if v in elements else _outside_list(v, held)
+
+    for node in nodes:
+        op, ins, outs = node.op_type, list(node.inputs), list(node.outputs)
+        if node.domain not in ("", "ai.onnx"):
+            op = ""
+        if op == "SequenceEmpty":
+            elements[outs[0]] = _EMPTY
+        elif op == "SequenceConstruct":
+            merged: Elements = _EMPTY
+            for v in ins:
+                merged = _merge(merged, shape(v))
+            elements[outs[0]] = merged
+        elif op == "SequenceInsert" and len(ins) >= 2:
+            elements[outs[0]] = (
+                _merge(listed(ins[0]), shape(ins[1])) if listed(ins[0]) is not None else None
+            )
+        elif op == "SequenceErase" or (op == "Identity" and ins and ins[0] in elements):
+            elements[outs[0]] = listed(ins[0])
+        elif op == "SequenceAt":
+            got = listed(ins[0])
+            shapes[outs[0]] = None if got is _EMPTY else got
+            _element_type(ins[0], outs[0], types)
+        elif op == "ConcatFromSequence":
+            got = listed(ins[0])
+            shapes[outs[0]] = None
+            _element_type(ins[0], outs[0], types)
+            if got is not None and got is not _EMPTY:
+                rank = len(got) + node.attributes.get_int("new_axis", 0)
+                axis = node.attributes.get_int("axis", 0)
+                if -rank <= axis < rank:
+                    axis %= rank
+                    dims: list[int | ir.SymbolicDim] = list(got)
+                    if node.attributes.get_int("new_axis", 0):
+                        dims.insert(axis, ir.SymbolicDim(None))
+                    else:
+                        dims[axis] = ir.SymbolicDim(None)
+                    shapes[outs[0]] = ir.Shape(dims)
+        elif op == "If":
+            _branches(node, shapes, types, elements, held, oracle, depth)
+        elif op == "Loop":
+            inner: dict[str | None, Any] = {v.name: held.get(v.name) for v in ins if v is not None}
+            for v in ins:  # (what this body knows of the lists it hands the inner loop)
+                if v is not None and v in elements:
+                    inner[v.name] = _Known(listed(v))
+            lists = _loop_lists([node], inner, oracle.opset, depth + 1, shapes, types)
+            inner_body = node.attributes.get("body")
+            gives = list(inner_body.as_graph().inputs[2:]) if inner_body is not None else []
+            for k, out in enumerate(outs):  # (a carried list: the body's input says so)
+                if out in lists or (k < len(gives) and isinstance(gives[k].type, ir.SequenceType)):
+                    elements[out] = lists.get(out)
+                else:
+                    shapes[out] = None
+        else:
+            for out in outs:
+                if isinstance(out.type, ir.SequenceType):
+                    elements[out] = None
+            if any(isinstance(v, ir.Value) and v in elements for v in ins) or op in (
+                "",
+                "If",
+                "Scan",
+                "SequenceMap",
+                "SequenceLength",
+            ):
+                for out in outs:
+                    shapes.setdefault(out, None)
+                if op == "SequenceLength":
+                    shapes[outs[0]] = ir.Shape([])
+                    types[outs[0]] = ir.TensorType(ir.DataType.INT64)
+                continue
+            inputs = [(types.get(v, v.type), shape(v)) if v is not None else None for v in ins]
+            for out, (type_, inferred) in zip(outs, oracle.infer(node, inputs), strict=True):
+                shapes[out] = inferred
+                if out.type is None and type_ is not None:
+                    types[out] = type_
+
+
+def _branches(
+    node: ir.Node,
+    shapes: ChainMap[ir.Value, ir.Shape | None],
+    types: ChainMap[ir.Value, Any],
+    elements: ChainMap[ir.Value, Elements],
+    held: dict[str | None, Any],
+    oracle: Any,
+    depth: int,
+) -> None:
+    """An If for :func:`_step`: both branches followed, each output what either gives."""
+    outs = list(node.outputs)
+    given: list[list[tuple[bool, Any]]] = []
+    for name in ("then_branch", "else_branch"):
+        attr = node.attributes.get(name)
+        if attr is None or attr.type != ir.AttributeType.GRAPH:
+            given = []
+            break
+        branch = attr.as_graph()
+        inner = (shapes.new_child(), types.new_child(), elements.new_child())
+        _step(branch, *inner, held, oracle, depth)
+        given.append(
+            [
+                (True, inner[2][v]) if v in inner[2] else (False, inner[0].get(v, v.shape))
+                for v in branch.outputs
+            ]
+        )
+        for v, out in zip(branch.outputs, outs, strict=False):
+            if out.type is None and inner[1].get(v, v.type) is not None:
+                types.setdefault(out, inner[1].get(v, v.type))
+    for k, out in enumerate(outs):
+        got = [branch[k] for branch in given if k < len(branch)]
+        if len(got) != 2 or got[0][0] != got[1][0]:
+            shapes[out] = None
+            if isinstance(out.type, ir.SequenceType):
+                elements[out] = None
+        elif got[0][0]:
+            elements[out] = _merge(got[0][1], got[1][1])
+        else:
+            shapes[out] = merge_shapes([got[0][1], got[1][1]])
+
+
+def _refine(
+    graph: ir.Graph,
+    opset: int,
+    tainted: set[ir.Value] | None = None,
+    changed: set[ir.Value] | None = None,
+) -> None:
     """Dims onnx's inference leaves unknown that constants decide, in ``graph``'s own nodes
     (in order, each from its inputs as filled so far): a ``Slice`` whose ends or axes are
     known only in part (:meth:`~seqpasses.core.shapes.ShapeOracle.infer`), a ``Pad`` of
@@ -449,7 +784,7 @@ def _refine(graph: ir.Graph, opset: int, tainted: set[ir.Value] | None = None) -
     oracle = ShapeOracle(opset)
     known: dict[ir.Value, tuple[Any, ir.Shape | None]] = {}
     tainted = tainted if tainted is not None else set()
-    changed: set[ir.Value] = set()
+    changed = set(changed) if changed is not None else set()
     for node in graph:
         if node.domain not in ("", "ai.onnx"):
             continue
