@@ -436,7 +436,9 @@ def fill_shapes_in_place(
     if refine and (bodies or not checkable):  # (shapes' paths; optimize's output as it was)
         unsure_values = {v for n in model.graph for v in n.outputs if v.name in unsure}
         held = {v.name: known for v, known in analysis.sequences.items() if v.graph is copy.graph}
-        lists = _loop_lists(model.graph, held, opset)
+        proofs: BodyFacts = {}
+        lists = _loop_lists(model.graph, held, opset, record=proofs)
+        inner.update((v, fact) for v, fact in proofs.items() if v not in inner)
         for node in model.graph:  # (onnx's claim of a loop's list: the inits' element shape)
             for value in node.outputs if node.op_type == "Loop" else ():
                 if isinstance(value.type, ir.SequenceType) and (value.name or "") not in facts:
@@ -521,6 +523,7 @@ def _loop_lists(
     depth: int = 0,
     outer: Mapping[ir.Value, ir.Shape | None] | None = None,
     outer_types: Mapping[ir.Value, Any] | None = None,
+    record: BodyFacts | None = None,
 ) -> dict[ir.Value, ir.Shape]:
     """The element shape of each list a ``Loop`` of ``graph`` carries out, by induction: the
     elements it starts with (``held``: what the walk holds of the values, by name), merged
@@ -580,6 +583,19 @@ def _loop_lists(
                 if same and held_up == carried:
                     if guess is not _EMPTY and guess is not None:
                         found[node.outputs[j]] = guess
+                        if record is not None:  # (what the body computes, the list so)
+                            _body_elements(
+                                body,
+                                j,
+                                guess,
+                                carried,
+                                held,
+                                oracle,
+                                depth,
+                                around,
+                                outer_types or {},
+                                record,
+                            )
                     break
                 guess, carried = after, held_up
     return found
@@ -595,6 +611,7 @@ def _body_elements(
     depth: int,
     outer: Mapping[ir.Value, ir.Shape | None],
     outer_types: Mapping[ir.Value, Any],
+    record: BodyFacts | None = None,
 ) -> tuple[Elements, list[ir.Shape | None]]:
     """The element shape of the list a Loop's ``body`` gives back as carried value ``j``, its
     list coming in with elements of shape ``guess`` and its carried tensors of the shapes
@@ -613,6 +630,13 @@ def _body_elements(
         else:  # (as assumed: the caller checks that the body keeps it)
             shapes[value] = carried[k] if k < len(carried) else None
     _step(body, shapes, types, elements, held, oracle, depth)
+    if record is not None:  # (the body's own tensors, by what this run proves)
+        for node in body:
+            for out in node.outputs:
+                found = shapes.maps[0].get(out)
+                type_ = types.get(out, out.type)
+                if found is not None and isinstance(type_, ir.TensorType) and out not in record:
+                    record[out] = (type_, found)
 
     def shape(v: ir.Value | None) -> ir.Shape | None:
         return None if v is None else shapes.get(v, v.shape)
