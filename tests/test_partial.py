@@ -143,3 +143,27 @@ def test_slice_dims_from_ends_known_in_part() -> None:
     assert shown["b"] == [None, 5]  # (a number where the axis is one)
     # a product the run may wrap (int64 here: 2^41, but the type is not tracked) is not read
     assert shown["c"][1] is None
+
+
+@pytest.mark.parametrize("size", [0, 1, 5])
+@pytest.mark.parametrize("step", [1, 2, -1, -3])
+@pytest.mark.parametrize("start", [-10, -5, -1, 0, 2, 5, 9, 2**62])
+@pytest.mark.parametrize("end", [-10, -6, -1, 0, 3, 5, 2**62])
+def test_slice_lengths_are_onnx_s(size: int, step: int, start: int, end: int) -> None:
+    # the spec's clamping, as ONNX Runtime runs it; onnx.reference slices as numpy does, which
+    # differs stepping back from before the first element (x[-10:-10:-1] of 5: one element)
+    from seqpasses.core.shapes import _slice_length
+
+    model = onnx.parser.parse_model(
+        f"""<ir_version: 8, opset_import: ["" : 15]>
+        g (float[{size}] x) => (float[?] y) {{
+            s = Constant<value = int64[1] {{{start}}}>()
+            e = Constant<value = int64[1] {{{end}}}>()
+            a = Constant<value = int64[1] {{0}}>()
+            t = Constant<value = int64[1] {{{step}}}>()
+            y = Slice(x, s, e, a, t)
+        }}"""
+    )
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    ran = session.run(None, {"x": np.arange(size, dtype=np.float32)})[0]
+    assert _slice_length(size, start, end, step) == ran.shape[0]

@@ -292,7 +292,7 @@ class ShapeOracle:
                 continue
             size = data[axis]
             if isinstance(size, int):
-                dims[axis] = len(range(*slice(start, end, step).indices(size)))
+                dims[axis] = _slice_length(size, start, end, step)
             elif isinstance(size, ir.SymbolicDim) and size.value and start == 0 and step == 1:
                 if end >= INT64_MAX // 2:
                     dims[axis] = size
@@ -378,3 +378,19 @@ def _sequence_type(node: ir.Node, inputs: list[TypeAndShape | None]) -> ir.Seque
     ):
         return listed[0]
     return None
+
+
+def _slice_length(size: int, start: int, end: int, step: int) -> int:
+    """How many elements ONNX's Slice takes from an axis of ``size``: a negative index counts
+    from the end; then, stepping forward, start and end are clamped into [0, size]; stepping
+    back, start into [0, size-1] and end into [-1, size-1] (not Python's clamping: a start
+    before the first element stepping back takes it)."""
+    if start < 0:
+        start += size
+    if end < 0:
+        end += size
+    if step > 0:
+        start, end = min(max(start, 0), size), min(max(end, 0), size)
+        return max(0, -(-(end - start) // step))
+    start, end = min(max(start, 0), size - 1), min(max(end, -1), size - 1)
+    return max(0, -(-(start - end) // -step))
