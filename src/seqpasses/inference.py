@@ -488,12 +488,11 @@ def _element_type(
         types[out] = tensor
 
 
-def _outside_list(value: ir.Value, held: dict[str | None, Any]) -> Elements:
-    """The element shape of a list from outside the loops followed: a graph input's declared
-    one (the model's signature, as for a tensor input), or what the walk holds of it."""
-    if value.is_graph_input() and isinstance(value.type, ir.SequenceType):
-        return value.shape
-    known = held.get(value.name)
+def _held_elements(known: object) -> Elements:
+    """The element shape of a list as held: by the walk (a list of known elements, a list
+    held as one tensor) or by an enclosing body (:class:`_Known`); None when not known."""
+    if isinstance(known, _Known):
+        return known.elements
     if isinstance(known, StaticSequence):
         found: Elements = _EMPTY
         for element in known.elements:
@@ -502,6 +501,14 @@ def _outside_list(value: ir.Value, held: dict[str | None, Any]) -> Elements:
     if isinstance(known, StackedSequence):
         return known.element
     return None
+
+
+def _outside_list(value: ir.Value, held: dict[str | None, Any]) -> Elements:
+    """The element shape of a list from outside the loops followed: a graph input's declared
+    one (the model's signature, as for a tensor input), or what the walk holds of it."""
+    if value.is_graph_input() and isinstance(value.type, ir.SequenceType):
+        return value.shape
+    return _held_elements(held.get(value.name))
 
 
 def _alike(a: Elements, b: Elements) -> bool:
@@ -546,19 +553,9 @@ def _loop_lists(
                 continue
             if not isinstance(body.inputs[2 + j].type, ir.SequenceType):
                 continue
-            known = held.get(initial.name)
-            start: Elements
-            if isinstance(known, _Known) and known.elements is not None:
-                start = known.elements
-            elif isinstance(known, StaticSequence):
-                start = _EMPTY
-                for element in known.elements:
-                    start = _merge(start, element.shape)
-            elif isinstance(known, StackedSequence) and known.element is not None:
-                start = known.element
-            else:
+            guess = _held_elements(held.get(initial.name))
+            if guess is None:
                 continue
-            guess = start
             around = outer or {}
             carried = [  # (a carried tensor: its initial shape, while the body keeps it)
                 None
@@ -566,10 +563,11 @@ def _loop_lists(
                 else around.get(v, v.shape)
                 for k, v in enumerate(node.inputs[2 : len(body.inputs)])
             ]
+            env = _Env(
+                ChainMap(dict(around)), ChainMap(dict(outer_types or {})), held, oracle, depth
+            )
             for _ in range(6):
-                ends, kept = _body_elements(
-                    body, j, guess, carried, held, oracle, depth, around, outer_types or {}
-                )
+                ends, kept = _body_elements(body, j, guess, carried, env)
                 after = _merge(guess, ends) if ends is not None else None
                 if after is None:
                     break
@@ -584,21 +582,46 @@ def _loop_lists(
                     if guess is not _EMPTY and guess is not None:
                         found[node.outputs[j]] = guess
                         if record is not None:  # (what the body computes, the list so)
-                            _body_elements(
-                                body,
-                                j,
-                                guess,
-                                carried,
-                                held,
-                                oracle,
-                                depth,
-                                around,
-                                outer_types or {},
-                                record,
-                            )
+                            _body_elements(body, j, guess, carried, env, record)
                     break
                 guess, carried = after, held_up
     return found
+
+
+@dataclass
+class _Env:
+    """What the induction's walk (:func:`_body_elements`) knows where it is: the tensors'
+    shapes and types and the lists' element shapes, each scope a child of the one it is in;
+    what the walk holds of the main graph's lists; the oracle; how deep in loops it is."""
+
+    shapes: ChainMap[ir.Value, ir.Shape | None]
+    types: ChainMap[ir.Value, Any]
+    held: dict[str | None, Any]
+    oracle: Any
+    depth: int
+    elements: ChainMap[ir.Value, Elements] = field(default_factory=ChainMap)
+
+    def child(self) -> _Env:
+        """A scope inside this one (a body's, a branch's)."""
+        return _Env(
+            self.shapes.new_child(),
+            self.types.new_child(),
+            self.held,
+            self.oracle,
+            self.depth,
+            self.elements.new_child(),
+        )
+
+    def shape(self, v: ir.Value | None) -> ir.Shape | None:
+        return None if v is None else self.shapes.get(v, v.shape)  # (outside: as filled)
+
+    def type(self, v: ir.Value) -> Any:
+        return self.types.get(v, v.type)
+
+    def listed(self, v: ir.Value | None) -> Elements:
+        if v is None:
+            return None
+        return self.elements[v] if v in self.elements else _outside_list(v, self.held)
 
 
 def _body_elements(
@@ -606,74 +629,42 @@ def _body_elements(
     j: int,
     guess: Elements,
     carried: list[ir.Shape | None],
-    held: dict[str | None, Any],
-    oracle: Any,
-    depth: int,
-    outer: Mapping[ir.Value, ir.Shape | None],
-    outer_types: Mapping[ir.Value, Any],
+    around: _Env,
     record: BodyFacts | None = None,
 ) -> tuple[Elements, list[ir.Shape | None]]:
     """The element shape of the list a Loop's ``body`` gives back as carried value ``j``, its
     list coming in with elements of shape ``guess`` and its carried tensors of the shapes
     ``carried``: None where it cannot be told; and the shapes of the carried values it gives
-    back (the tensors')."""
-    own: dict[ir.Value, ir.Shape | None] = {
-        body.inputs[0]: ir.Shape([]),
-        body.inputs[1]: ir.Shape([]),
-    }
-    shapes = ChainMap(own, dict(outer))  # (an enclosing body's values, as this walk found them)
-    types: ChainMap[ir.Value, Any] = ChainMap({}, dict(outer_types))
-    elements: ChainMap[ir.Value, Elements] = ChainMap({})
+    back (the tensors'). ``record`` gets the shapes of the body's own tensors."""
+    env = around.child()
+    env.shapes[body.inputs[0]] = ir.Shape([])
+    env.shapes[body.inputs[1]] = ir.Shape([])
     for k, value in enumerate(body.inputs[2:]):
         if isinstance(value.type, ir.SequenceType):
-            elements[value] = guess if k == j else None
+            env.elements[value] = guess if k == j else None
         else:  # (as assumed: the caller checks that the body keeps it)
-            shapes[value] = carried[k] if k < len(carried) else None
-    _step(body, shapes, types, elements, held, oracle, depth)
+            env.shapes[value] = carried[k] if k < len(carried) else None
+    _step(body, env)
     if record is not None:  # (the body's own tensors, by what this run proves)
         for node in body:
             for out in node.outputs:
-                found = shapes.maps[0].get(out)
-                type_ = types.get(out, out.type)
+                found = env.shapes.maps[0].get(out)
+                type_ = env.type(out)
                 if found is not None and isinstance(type_, ir.TensorType) and out not in record:
                     record[out] = (type_, found)
-
-    def shape(v: ir.Value | None) -> ir.Shape | None:
-        return None if v is None else shapes.get(v, v.shape)
-
-    def listed(v: ir.Value | None) -> Elements:
-        return elements.get(v) if v is not None else None
-
-    kept = [shape(v) for v in body.outputs[1 : 1 + len(carried)]]
+    kept = [env.shape(v) for v in body.outputs[1 : 1 + len(carried)]]
     kept += [None] * (len(carried) - len(kept))
     if j + 1 >= len(body.outputs):
         return None, kept
-    return listed(body.outputs[1 + j]), kept
+    return env.elements.get(body.outputs[1 + j]), kept
 
 
-def _step(
-    nodes: Iterable[ir.Node],
-    shapes: ChainMap[ir.Value, ir.Shape | None],
-    types: ChainMap[ir.Value, Any],
-    elements: ChainMap[ir.Value, Elements],
-    held: dict[str | None, Any],
-    oracle: Any,
-    depth: int,
-) -> None:
+def _step(nodes: Iterable[ir.Node], env: _Env) -> None:
     """Follow ``nodes`` (a body's, a branch's) for :func:`_body_elements`: each tensor's shape
-    into ``shapes`` (what it cannot tell: None), each list's element shape into
-    ``elements``."""
-
-    def shape(v: ir.Value | None) -> ir.Shape | None:
-        if v is None:
-            return None
-        return shapes.get(v, v.shape)  # (from outside: as filled)
-
-    def listed(v: ir.Value | None) -> Elements:
-        if v is None:
-            return None
-        return elements[v] if v in elements else _outside_list(v, held)
-
+    into ``env.shapes`` (what it cannot tell: None), each list's element shape into
+    ``env.elements``."""
+    shapes, types, elements = env.shapes, env.types, env.elements
+    shape, listed = env.shape, env.listed
     for node in nodes:
         op, ins, outs = node.op_type, list(node.inputs), list(node.outputs)
         if node.domain not in ("", "ai.onnx"):
@@ -696,42 +687,18 @@ def _step(
             shapes[outs[0]] = None if got is _EMPTY else got
             _element_type(ins[0], outs[0], types)
         elif op == "ConcatFromSequence":
-            got = listed(ins[0])
-            shapes[outs[0]] = None
+            shapes[outs[0]] = _concatenation(listed(ins[0]), node)
             _element_type(ins[0], outs[0], types)
-            if got is not None and got is not _EMPTY:
-                rank = len(got) + node.attributes.get_int("new_axis", 0)
-                axis = node.attributes.get_int("axis", 0)
-                if -rank <= axis < rank:
-                    axis %= rank
-                    dims: list[int | ir.SymbolicDim] = list(got)
-                    if node.attributes.get_int("new_axis", 0):
-                        dims.insert(axis, ir.SymbolicDim(None))
-                    else:
-                        dims[axis] = ir.SymbolicDim(None)
-                    shapes[outs[0]] = ir.Shape(dims)
         elif op == "If":
-            _branches(node, shapes, types, elements, held, oracle, depth)
+            _branches(node, env)
         elif op == "Loop":
-            inner: dict[str | None, Any] = {v.name: held.get(v.name) for v in ins if v is not None}
-            for v in ins:  # (what this body knows of the lists it hands the inner loop)
-                if v is not None and v in elements:
-                    inner[v.name] = _Known(listed(v))
-            lists = _loop_lists([node], inner, oracle.opset, depth + 1, shapes, types)
-            inner_body = node.attributes.get("body")
-            gives = list(inner_body.as_graph().inputs[2:]) if inner_body is not None else []
-            for k, out in enumerate(outs):  # (a carried list: the body's input says so)
-                if out in lists or (k < len(gives) and isinstance(gives[k].type, ir.SequenceType)):
-                    elements[out] = lists.get(out)
-                else:
-                    shapes[out] = None
+            _inner_loop(node, env)
         else:
             for out in outs:
                 if isinstance(out.type, ir.SequenceType):
                     elements[out] = None
             if any(isinstance(v, ir.Value) and v in elements for v in ins) or op in (
                 "",
-                "If",
                 "Scan",
                 "SequenceMap",
                 "SequenceLength",
@@ -742,22 +709,52 @@ def _step(
                     shapes[outs[0]] = ir.Shape([])
                     types[outs[0]] = ir.TensorType(ir.DataType.INT64)
                 continue
-            inputs = [(types.get(v, v.type), shape(v)) if v is not None else None for v in ins]
-            for out, (type_, inferred) in zip(outs, oracle.infer(node, inputs), strict=True):
+            inputs = [(env.type(v), shape(v)) if v is not None else None for v in ins]
+            for out, (type_, inferred) in zip(outs, env.oracle.infer(node, inputs), strict=True):
                 shapes[out] = inferred
                 if out.type is None and type_ is not None:
                     types[out] = type_
 
 
-def _branches(
-    node: ir.Node,
-    shapes: ChainMap[ir.Value, ir.Shape | None],
-    types: ChainMap[ir.Value, Any],
-    elements: ChainMap[ir.Value, Elements],
-    held: dict[str | None, Any],
-    oracle: Any,
-    depth: int,
-) -> None:
+def _concatenation(got: Elements, node: ir.Node) -> ir.Shape | None:
+    """A ConcatFromSequence's shape over elements of shape ``got``: their rank (one more with
+    ``new_axis``), the axis unknown."""
+    if got is None or got is _EMPTY:
+        return None
+    new_axis = node.attributes.get_int("new_axis", 0)
+    rank = len(got) + new_axis
+    axis = node.attributes.get_int("axis", 0)
+    if not -rank <= axis < rank:
+        return None
+    axis %= rank
+    dims: list[int | ir.SymbolicDim] = list(got)
+    if new_axis:
+        dims.insert(axis, ir.SymbolicDim(None))
+    else:
+        dims[axis] = ir.SymbolicDim(None)
+    return ir.Shape(dims)
+
+
+def _inner_loop(node: ir.Node, env: _Env) -> None:
+    """A Loop inside a body for :func:`_step`: its lists by :func:`_loop_lists`, with what
+    this body knows of those it hands in; its tensors unknown."""
+    inner: dict[str | None, Any] = {
+        v.name: env.held.get(v.name) for v in node.inputs if v is not None
+    }
+    for v in node.inputs:  # (what this body knows of the lists it hands the inner loop)
+        if v is not None and v in env.elements:
+            inner[v.name] = _Known(env.listed(v))
+    lists = _loop_lists([node], inner, env.oracle.opset, env.depth + 1, env.shapes, env.types)
+    inner_body = node.attributes.get("body")
+    gives = list(inner_body.as_graph().inputs[2:]) if inner_body is not None else []
+    for k, out in enumerate(node.outputs):  # (a carried list: the body's input says so)
+        if out in lists or (k < len(gives) and isinstance(gives[k].type, ir.SequenceType)):
+            env.elements[out] = lists.get(out)
+        else:
+            env.shapes[out] = None
+
+
+def _branches(node: ir.Node, env: _Env) -> None:
     """An If for :func:`_step`: both branches followed, each output what either gives."""
     outs = list(node.outputs)
     given: list[list[tuple[bool, Any]]] = []
@@ -767,27 +764,27 @@ def _branches(
             given = []
             break
         branch = attr.as_graph()
-        inner = (shapes.new_child(), types.new_child(), elements.new_child())
-        _step(branch, *inner, held, oracle, depth)
+        inner = env.child()
+        _step(branch, inner)
         given.append(
             [
-                (True, inner[2][v]) if v in inner[2] else (False, inner[0].get(v, v.shape))
+                (True, inner.elements[v]) if v in inner.elements else (False, inner.shape(v))
                 for v in branch.outputs
             ]
         )
         for v, out in zip(branch.outputs, outs, strict=False):
-            if out.type is None and inner[1].get(v, v.type) is not None:
-                types.setdefault(out, inner[1].get(v, v.type))
+            if out.type is None and inner.type(v) is not None:
+                env.types.setdefault(out, inner.type(v))
     for k, out in enumerate(outs):
         got = [branch[k] for branch in given if k < len(branch)]
         if len(got) != 2 or got[0][0] != got[1][0]:
-            shapes[out] = None
+            env.shapes[out] = None
             if isinstance(out.type, ir.SequenceType):
-                elements[out] = None
+                env.elements[out] = None
         elif got[0][0]:
-            elements[out] = _merge(got[0][1], got[1][1])
+            env.elements[out] = _merge(got[0][1], got[1][1])
         else:
-            shapes[out] = merge_shapes([got[0][1], got[1][1]])
+            env.shapes[out] = merge_shapes([got[0][1], got[1][1]])
 
 
 def _refine(
@@ -835,7 +832,7 @@ def _refine(
         new: ir.Shape | None = None
         if node.op_type == "Slice" and out.shape is not None:
             inputs = [(v.type, v.shape) if v is not None else None for v in node.inputs]
-            new = oracle._slice_dims(node, inputs, out.shape, known)
+            new = oracle.slice_dims(node, inputs, out.shape, known)
         elif node.op_type == "Pad" and len(node.inputs) in (2, 3) and node.inputs[1] is not None:
             pads = partial_vector(
                 node.inputs[1], constant_array, lambda v: known.get(v, (0, v.shape))[1]

@@ -225,10 +225,10 @@ class ShapeOracle:
                 )
             )
         if node.op_type == "Slice" and result and result[0][1] is not None:
-            result[0] = (result[0][0], self._slice_dims(node, inputs, result[0][1], known))
+            result[0] = (result[0][0], self.slice_dims(node, inputs, result[0][1], known))
         return result
 
-    def _slice_dims(
+    def slice_dims(
         self,
         node: ir.Node,
         inputs: list[TypeAndShape | None],
