@@ -295,6 +295,49 @@ def settle(
         tally.symbols += sum(_named(d) for d in claim)
 
 
+def _tallies(
+    claims: dict[str, dict[str, Claim] | str],
+    runs: list[dict[str, list[tuple[int, ...]]]],
+    totals: dict[str, Tally],
+    path: Path,
+) -> dict[str, Tally]:
+    """Each tool's claims on one model settled by ``runs``, added to ``totals``."""
+    row = {}
+    for name, given in claims.items():
+        tally = Tally()
+        settle(given, runs, tally, path.name)
+        row[name] = tally
+        total = totals[name]
+        for key in _KEYS:
+            setattr(total, key, getattr(total, key) + getattr(tally, key))
+        total.examples.extend(tally.examples[: max(0, 8 - len(total.examples))])
+    return row
+
+
+def _print_totals(totals: dict[str, Tally], models: int) -> None:
+    print("| tool | integer dims | ranked values | named symbols | disproved claims | crashed on |")
+    print("|---|---|---|---|---|---|")
+    for name, t in totals.items():
+        print(
+            f"| {name} | {t.dims} | {t.ranked} | {t.symbols} | {t.disproved} | "
+            f"{t.crashed} of {models} |"
+        )
+
+
+def _ahead(rows: list[tuple[Path, dict[str, Tally]]], other: str, says: str) -> str:
+    """The models where the tool ``other`` (when it finished) counts more than seqpasses."""
+    ahead = [
+        (path, key)
+        for path, row in rows
+        for key in ("dims", "ranked", "symbols")
+        if not row[other].crashed and getattr(row[other], key) > getattr(row["seqpasses"], key)
+    ]
+    return (
+        f"models where {says} than seqpasses: {len({p for p, _ in ahead})} of {len(rows)}"
+        + "".join(f"\n  {p.name}: more {k}" for p, k in ahead[:12])
+    )
+
+
 def main(argv: list[str]) -> None:
     args = [a for a in argv if not a.startswith("--")]
     each = "--each" in argv
@@ -311,36 +354,15 @@ def main(argv: list[str]) -> None:
     for path in paths:
         model = onnx.load(path)
         runs = actual_shapes(path, model)
-        row = {}
-        for name, tool in tools.items():
-            tally = Tally()
-            settle(tool(model), runs, tally, path.name)
-            row[name] = tally
-            total = totals[name]
-            for key in ("dims", "ranked", "symbols", "disproved", "crashed"):
-                setattr(total, key, getattr(total, key) + getattr(tally, key))
-            total.examples.extend(tally.examples[: max(0, 8 - len(total.examples))])
-        rows.append((path, row))
+        rows.append((path, _tallies({n: t(model) for n, t in tools.items()}, runs, totals, path)))
         if bodies and any(
             attr.type == attr.GRAPH for node in model.graph.node for attr in node.attribute
         ):
-            inner = body_shapes(path, model)
-            inner_row = {}
-            for name in tools:
-                tally = Tally()
-                settle(body_claims(name, model), inner, tally, path.name)
-                inner_row[name] = tally
-                total = inner_totals[name]
-                for key in ("dims", "ranked", "symbols", "disproved", "crashed"):
-                    setattr(total, key, getattr(total, key) + getattr(tally, key))
-                total.examples.extend(tally.examples[: max(0, 8 - len(total.examples))])
-            inner_rows.append((path, inner_row))
-    print("| tool | integer dims | ranked values | named symbols | disproved claims | crashed on |")
-    print("|---|---|---|---|---|---|")
-    for name, total in totals.items():
-        print(
-            f"| {name} | {total.dims} | {total.ranked} | {total.symbols} | {total.disproved} | {total.crashed} of {len(paths)} |"
-        )
+            claims = {name: body_claims(name, model) for name in tools}
+            inner_rows.append(
+                (path, _tallies(claims, body_shapes(path, model), inner_totals, path))
+            )
+    _print_totals(totals, len(paths))
     if each:
         print()
         print("| model | " + " | ".join(f"{n} dims/ranked/symbols/disproved" for n in tools) + " |")
@@ -364,46 +386,16 @@ def main(argv: list[str]) -> None:
     for name in tools:
         cells = [sum(getattr(row[name], key) for row in finished) for key in _KEYS[:4]]
         print(f"| {name} | " + " | ".join(str(c) for c in cells) + " |")
-    behind = [
-        (path, key)
-        for path, row in rows
-        for key in ("dims", "ranked", "symbols")
-        if not row["onnxruntime symbolic"].crashed
-        and getattr(row["onnxruntime symbolic"], key) > getattr(row["seqpasses"], key)
-    ]
     print()
-    print(
-        f"models where ONNX Runtime's symbolic inference knows more than seqpasses: "
-        f"{len({p for p, _ in behind})} of {len(rows)}"
-        + "".join(f"\n  {p.name}: more {k}" for p, k in behind[:12])
-    )
+    print(_ahead(rows, "onnxruntime symbolic", "ONNX Runtime's symbolic inference knows more"))
     if bodies:
         print()
         print(f"inside the bodies of {len(inner_rows)} models with Loop, If, Scan or SequenceMap:")
         print()
-        print(
-            "| tool | integer dims | ranked values | named symbols | disproved claims | crashed on |"
-        )
-        print("|---|---|---|---|---|---|")
-        for name, total in inner_totals.items():
-            print(
-                f"| {name} | {total.dims} | {total.ranked} | {total.symbols} | "
-                f"{total.disproved} | {total.crashed} of {len(inner_rows)} |"
-            )
+        _print_totals(inner_totals, len(inner_rows))
         for other in ("onnxruntime symbolic", "onnx"):
-            ahead = [
-                (path, key)
-                for path, row in inner_rows
-                for key in ("dims", "ranked", "symbols")
-                if not row[other].crashed
-                and getattr(row[other], key) > getattr(row["seqpasses"], key)
-            ]
             print()
-            print(
-                f"models where {other} knows more inside bodies than seqpasses: "
-                f"{len({p for p, _ in ahead})} of {len(inner_rows)}"
-                + "".join(f"\n  {p.name}: more {k}" for p, k in ahead[:12])
-            )
+            print(_ahead(inner_rows, other, f"{other} knows more inside bodies"))
         for name, total in inner_totals.items():
             for example in total.examples[:5]:
                 print(f"  {name} disproved inside bodies: {example}", file=sys.stderr)
