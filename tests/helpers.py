@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -22,6 +23,22 @@ SHARED = ROOT.parent / "shared"
 CONFORMANCE = SHARED / "conformance"
 
 from seqpasses.core.ops import SEQUENCE_OPS  # noqa: E402
+
+
+def read_pty(leader: int) -> bytes:
+    """All a pseudo-terminal's other end wrote, once it is closed (Linux ends the read with
+    EIO), and close ``leader``."""
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    return b"".join(chunks)
 
 
 def run_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:

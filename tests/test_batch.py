@@ -13,7 +13,7 @@ from pathlib import Path
 import onnx
 
 import seqpasses
-from helpers import SAMPLES, run_cli, sequence_op_count
+from helpers import SAMPLES, read_pty, run_cli, sequence_op_count
 from test_external_data import _saved_with_external_data
 
 
@@ -99,17 +99,7 @@ def test_plain_lines_off_a_terminal_and_a_bar_on_one(tmp_path: Path) -> None:
         command, stdout=subprocess.PIPE, stderr=follower, timeout=120, check=False
     )
     os.close(follower)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(leader)
-    bar = b"".join(chunks).decode()
+    bar = read_pty(leader).decode()
     assert process.returncode == 1
     assert "\r[" in bar and "5/5" in bar
     assert "FAIL nested/broken.onnx" in bar

@@ -17,6 +17,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import seqpasses
+from helpers import read_pty
 from seqpasses.io import LAZY_FILE_BYTES, read_model
 from seqpasses.verification.engines import Held, ort_session
 
@@ -176,16 +177,7 @@ def test_progress_shows_on_a_terminal_only(tmp_path: Path) -> None:
         timeout=120,
     )
     os.close(follower)
-    shown = b""
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        shown += chunk
-    os.close(leader)
+    shown = read_pty(leader)
     assert process.returncode == 0
     for stage in (
         b"loading",

@@ -118,17 +118,33 @@ def test_input_shapes_pin_symbols(tmp_path: Path) -> None:
     assert claims["stacked"] == [4, 3] and claims["third"] == [3]
 
 
-def test_a_refuted_output_declaration_is_replaced_and_said(tmp_path: Path) -> None:
-    # an exporter's guess: the concatenation of two [2,3] tensors declared rank 3
-    model = onnx.parser.parse_model(
-        """<ir_version: 8, opset_import: ["" : 17]>
-        g (float[2,3] x, float[2,3] y) => (float[2,2,3] z) {
-            s = SequenceConstruct(x, y)
-            z = ConcatFromSequence<axis = 0>(s)
-        }"""
+def _guess(folder: Path) -> Path:
+    """An exporter's guess: the concatenation of two [2,3] tensors declared rank 3."""
+    path = folder / "guess.onnx"
+    onnx.save(
+        onnx.parser.parse_model(
+            """<ir_version: 8, opset_import: ["" : 17]>
+            g (float[2,3] x, float[2,3] y) => (float[2,2,3] z) {
+                s = SequenceConstruct(x, y)
+                z = ConcatFromSequence<axis = 0>(s)
+            }"""
+        ),
+        path,
     )
-    path, out = tmp_path / "guess.onnx", tmp_path / "typed.onnx"
-    onnx.save(model, path)
+    return path
+
+
+def _body_claims(body: onnx.GraphProto) -> dict[str, list[int | str]]:
+    """The dims a body's ``value_info`` declares of its tensors (a name for a symbol)."""
+    return {
+        info.name: [d.dim_value or d.dim_param for d in info.type.tensor_type.shape.dim]
+        for info in body.value_info
+        if info.type.HasField("tensor_type") and info.type.tensor_type.HasField("shape")
+    }
+
+
+def test_a_refuted_output_declaration_is_replaced_and_said(tmp_path: Path) -> None:
+    path, out = _guess(tmp_path), tmp_path / "typed.onnx"
     result = run_cli("shapes", path, "-o", out)
     assert result.returncode == 0, result.stderr
     assert "output 'z': declared [2,2,3]" in result.stdout + result.stderr
@@ -155,15 +171,7 @@ def test_the_table_shows_pinned_input_shapes_and_the_write_is_said(tmp_path: Pat
 
 
 def test_strict_fails_on_a_disproved_declaration_and_writes_nothing(tmp_path: Path) -> None:
-    model = onnx.parser.parse_model(
-        """<ir_version: 8, opset_import: ["" : 17]>
-        g (float[2,3] x, float[2,3] y) => (float[2,2,3] z) {
-            s = SequenceConstruct(x, y)
-            z = ConcatFromSequence<axis = 0>(s)
-        }"""
-    )
-    path, out = tmp_path / "guess.onnx", tmp_path / "typed.onnx"
-    onnx.save(model, path)
+    path, out = _guess(tmp_path), tmp_path / "typed.onnx"
     result = run_cli("shapes", path, "-o", out, "--strict")
     assert result.returncode == 1
     assert "declared [2,2,3], which seqpasses disproves" in result.stderr
@@ -195,11 +203,7 @@ def test_what_the_walk_proves_in_a_body_is_declared_and_what_follows(tmp_path: P
     onnx.save(onnx.parser.parse_model(BODY_LIST), path)
     typed = seqpasses.infer_shapes(path)
     body = typed.graph.node[1].attribute[0].g
-    claims = {
-        info.name: [d.dim_value for d in info.type.tensor_type.shape.dim]
-        for info in body.value_info
-        if info.type.HasField("tensor_type") and info.type.tensor_type.HasField("shape")
-    }
+    claims = _body_claims(body)
     assert claims["z"] == [2] and claims["u"] == [2]
     onnx.checker.check_model(typed, full_check=True)
     feeds = {"a": np.ones(2, np.float32), "b": np.zeros(2, np.float32), "n": np.array(3)}
@@ -215,11 +219,7 @@ def test_constants_decide_dims_onnx_leaves_unknown() -> None:
     # by number, the other kept (m), and what reads it inferred again
     typed = seqpasses.infer_shapes(SAMPLES / "torch" / "ts_stack_columns.onnx")
     body = next(n for n in typed.graph.node if n.op_type == "Loop").attribute[0].g
-    claims = {
-        info.name: [d.dim_value or d.dim_param for d in info.type.tensor_type.shape.dim]
-        for info in body.value_info
-        if info.type.HasField("tensor_type") and info.type.tensor_type.HasField("shape")
-    }
+    claims = _body_claims(body)
     assert claims["/Slice_output_0"] == [2, "m"] and claims["/Gather_1_output_0"] == [2]
     onnx.checker.check_model(typed, full_check=True)
 
