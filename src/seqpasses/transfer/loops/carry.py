@@ -124,15 +124,14 @@ def empty_of(ctx: Context, scope: Scope, node: ir.Node, element: Element) -> ir.
         if found is None:
             return None
         dims = emit.op("Shape", [found[0]])
+        if cap is not None:  # (every dim capped: the one gathered is min(name, cap))
+            dims = emit.op("Min", [dims, emit.int64s([cap[1]])])
         dims.type, dims.shape = (
             ir.TensorType(ir.DataType.INT64),
             ir.Shape([len(found[0].shape or ())]),
         )
         size = emit.op("Gather", [dims, emit.int64s([found[1]])], axis=0)
         size.type, size.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([1])
-        if cap is not None:
-            size = emit.op("Min", [size, emit.int64s([cap[1]])])
-            size.type, size.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([1])
         parts.append(size)
     target = emit.concat(parts, 0)
     zero = ir.tensor(np.zeros((1,), dtype=dtype.numpy()))
