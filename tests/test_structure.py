@@ -94,7 +94,7 @@ def test_transfers_change_no_graph() -> None:
     assert transfer_mutations() == []
 
 
-RECORDERS = {"applied", "computed", "applied_output", "Rewrite"}
+RECORDERS = {"applied", "computed", "applied_output", "Rewrite", "Record"}
 
 
 def recorded_ids() -> dict[str, list[str]]:

@@ -34,11 +34,20 @@ class Owner(Protocol):
     constants: dict[tuple[int, str, tuple[int, ...]], ir.Value]
     squeezed: dict[ir.Value, tuple[ir.Value, int]]
     split_axis: dict[ir.Node, int]
+    stacks: dict[tuple[int, tuple[ir.Value, ...]], ir.Value]  # static lists as [n, *E]
 
     def next_name(self, base: str, op_type: str) -> str: ...
 
     def place(self, graph: ir.Graph | ir.Function, anchor: ir.Node | None, node: ir.Node) -> None:
-        """Put ``node`` into ``graph`` before ``anchor`` (at the end when ``None``)."""
+        """Put ``node`` into ``graph`` before ``anchor`` (at the end when ``None``), or record
+        it there (a tape, which the applier places)."""
+
+    def check(self, value: ir.Value) -> ir.Value:
+        """The node making ``value`` checks something at run time: it stays whatever reads it."""
+
+    def diverges(self, value: ir.Value, note: str) -> None:
+        """``value``'s shape departs from the spec's (it follows ONNX Runtime); ``note`` says
+        why, in the report."""
 
 
 class Emitter:
@@ -77,9 +86,29 @@ class Emitter:
         self.owner.place(self.graph, self.anchor, node)
         return node
 
-    def op(self, op_type: str, inputs: Sequence[ir.Value | None], **attributes: object) -> ir.Value:
-        """Any single-output op, for rewrites with no dedicated builder (types set by the caller)."""
-        return self._add(op_type, inputs, attributes or None).outputs[0]
+    def op(
+        self,
+        op_type: str,
+        inputs: Sequence[ir.Value | None],
+        *,
+        type: ir.TypeProtocol | None = None,
+        shape: ir.Shape | None = None,
+        **attributes: object,
+    ) -> ir.Value:
+        """Any single-output op, for rewrites with no dedicated builder: its output gets
+        ``type`` and ``shape`` (what the caller knows of it)."""
+        out = self._add(op_type, inputs, attributes or None).outputs[0]
+        _declare(out, type, shape)
+        return out
+
+    def check(self, value: ir.Value) -> ir.Value:
+        """``value``'s node checks something at run time (it fails where the op it stands for
+        fails): it stays, whatever reads it. Returns ``value``."""
+        return self.owner.check(value)
+
+    def diverges(self, value: ir.Value, note: str) -> None:
+        """``value``'s shape follows ONNX Runtime, not the spec: the report says ``note``."""
+        self.owner.diverges(value, note)
 
     def constant(self, array: np.ndarray) -> ir.Value:
         # ir.Tensor directly: ir.tensor's protocol checks cost 8x more, once per constant
@@ -116,9 +145,10 @@ class Emitter:
                 self.owner.constants[key] = cached
         return cached
 
-    def identity(self, x: ir.Value) -> ir.Value:
+    def identity(self, x: ir.Value, *, shape: ir.Shape | None = None) -> ir.Value:
         out = self._add("Identity", [x]).outputs[0]
         _copy_type(x, out)
+        _declare(out, None, shape)
         return out
 
     def _axis_op(self, op_type: str, x: ir.Value, axis: int) -> ir.Value:
@@ -148,7 +178,16 @@ class Emitter:
         self.owner.squeezed[out] = (x, axis)
         return out
 
-    def concat(self, inputs: Sequence[ir.Value], axis: int) -> ir.Value:
+    def concat(
+        self,
+        inputs: Sequence[ir.Value],
+        axis: int,
+        *,
+        type: ir.TypeProtocol | None = None,
+        shape: ir.Shape | None = None,
+    ) -> ir.Value:
+        """``Concat`` (its type and shape derived, else ``type`` and ``shape``: those win on a
+        new node; a value the model has keeps its own)."""
         # Concat of every output of one Split, in order, on the Split's axis == its input.
         split = inputs[0].producer()
         if (
@@ -161,6 +200,7 @@ class Emitter:
         out = self._add("Concat", inputs, {"axis": axis}).outputs[0]
         out.type = inputs[0].type
         out.shape = concat_shape(inputs, axis)
+        _declare(out, type, shape)
         return out
 
     def split(self, x: ir.Value, axis: int, sizes: Sequence[int]) -> list[ir.Value]:
@@ -193,12 +233,27 @@ class Emitter:
         return list(node.outputs)
 
     def merge_axes(
-        self, x: ir.Value, dims: Sequence[Dim], axis: int, first_positive: bool
+        self,
+        x: ir.Value,
+        dims: Sequence[Dim],
+        axis: int,
+        first_positive: bool,
+        *,
+        shape: ir.Shape | None = None,
     ) -> ir.Value | None:
         """``x`` (of dims ``dims``) with axes ``axis`` and ``axis + 1`` merged into one, row
         major: a ``Reshape`` whose target is right for every size, zero included; None where
         the opset gives no such target (see :func:`merge_form`). ``first_positive``: dim
-        ``axis`` is at least 1 at run time."""
+        ``axis`` is at least 1 at run time; ``shape``: the result's, when the caller knows it
+        better."""
+        merged = self._merge_axes(x, dims, axis, first_positive)
+        if merged is not None:
+            _declare(merged, x.type, shape)
+        return merged
+
+    def _merge_axes(
+        self, x: ir.Value, dims: Sequence[Dim], axis: int, first_positive: bool
+    ) -> ir.Value | None:
         form = merge_form(dims, axis, first_positive, self.opset)
         if form is None:
             return None
@@ -206,15 +261,12 @@ class Emitter:
         tail = list(dims[axis + 2 :])
         if form == "infer":
             target = self.int64s([0] * axis + [-1] + [d for d in tail if isinstance(d, int)])
-            out = self.op("Reshape", [x, target])
-            out.type = x.type
-            return out
+            return self.op("Reshape", [x, target], type=x.type)
         first, second = dims[axis], dims[axis + 1]
         known = first * second if isinstance(first, int) and isinstance(second, int) else None
         shape: ir.Value | None = None
         if known is None or form == "exact":
-            shape = self.op("Shape", [x])
-            shape.type, shape.shape = int64, ir.Shape([len(dims)])
+            shape = self.op("Shape", [x], type=int64, shape=ir.Shape([len(dims)]))
         merged: ir.Value | None = None
         if known is None:
             assert shape is not None
@@ -222,8 +274,7 @@ class Emitter:
                 self.int64s([d]) if isinstance(d, int) else self._dim(shape, k)
                 for k, d in ((axis, first), (axis + 1, second))
             ]
-            merged = self.op("Mul", factors)
-            merged.type, merged.shape = int64, ir.Shape([1])
+            merged = self.op("Mul", factors, type=int64, shape=ir.Shape([1]))
         if form == "exact":  # opset 14+: every dim literal (allowzero), read off x where needed
             assert shape is not None
             parts = [
@@ -235,11 +286,12 @@ class Emitter:
                 self.int64s([d]) if isinstance(d, int) else self._dim(shape, axis + 2 + k)
                 for k, d in enumerate(tail)
             ]
-            target = parts[0] if len(parts) == 1 else self.concat(parts, 0)
-            target.type, target.shape = int64, ir.Shape([len(dims) - 1])
-            out = self.op("Reshape", [x, target], allowzero=1)
-            out.type = x.type
-            return out
+            target_shape = ir.Shape([len(dims) - 1])
+            if len(parts) == 1:
+                target = parts[0]
+            else:
+                target = self.concat(parts, 0, type=int64, shape=target_shape)
+            return self.op("Reshape", [x, target], type=x.type, allowzero=1)
         # the same rank, a 1 beside the merged dim: every other dim is copied (a 0 in the
         # target) from the same place in x; a merged dim of 0 copies the dim at its place,
         # which is 0 too: the second one (one-before: the first is at least 1) or the first
@@ -256,19 +308,16 @@ class Emitter:
                 [one, merged] if before else [merged, one]
             )
             pieces += [self.int64s(rest)] if rest else []
-            target = self.concat(pieces, 0)
-            target.type, target.shape = int64, ir.Shape([len(dims)])
-        kept = self.op("Reshape", [x, target])
-        kept.type = x.type
+            target = self.concat(pieces, 0, type=int64, shape=ir.Shape([len(dims)]))
         size: Dim = ir.SymbolicDim(None) if known is None else known
         pair_dims: list[Dim] = [1, size] if before else [size, 1]
-        kept.shape = ir.Shape([*dims[:axis], *pair_dims, *tail])
+        kept_shape = ir.Shape([*dims[:axis], *pair_dims, *tail])
+        kept = self.op("Reshape", [x, target], type=x.type, shape=kept_shape)
         return self.squeeze(kept, axis if before else axis + 1)
 
     def _dim(self, shape: ir.Value, k: int) -> ir.Value:
-        out = self.op("Gather", [shape, self.int64s([k])], axis=0)
-        out.type, out.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([1])
-        return out
+        int64 = ir.TensorType(ir.DataType.INT64)
+        return self.op("Gather", [shape, self.int64s([k])], type=int64, shape=ir.Shape([1]), axis=0)
 
     def sequence_construct(
         self, elements: Sequence[ir.Value], dtype: ir.DataType | None, like: ir.Value
@@ -345,6 +394,14 @@ def _sequence_type(out: ir.Value, dtype: ir.DataType | None, like: ir.Value) -> 
         _copy_type(like, out)
     else:
         out.type = ir.SequenceType(ir.TensorType(dtype))
+
+
+def _declare(out: ir.Value, type: ir.TypeProtocol | None, shape: ir.Shape | None) -> None:
+    """Give a value just made the ``type``/``shape`` its maker knows (None: leave it)."""
+    if type is not None:
+        out.type = type
+    if shape is not None:
+        out.shape = shape
 
 
 def _copy_type(source: ir.Value, target: ir.Value) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import onnx_ir as ir
 
 from seqpasses.core.dims import cap_of, same_shape
@@ -24,27 +22,23 @@ def position(ctx: Context, node: ir.Node, index: int) -> tuple[int | None, Reaso
     return ctx.const_int(value)
 
 
-def concat_new_axis(ctx: Context, node: ir.Node) -> int | None:
-    """ConcatFromSequence's ``new_axis`` (0 or 1); None after leaving a node with another value
-    (invalid; ONNX Runtime stacks anyway: no lowering is faithful)."""
+def concat_new_axis(node: ir.Node) -> int | Reason:
+    """ConcatFromSequence's ``new_axis`` (0 or 1), or why the node stays: another value is
+    invalid (ONNX Runtime stacks anyway: no lowering is faithful)."""
     new_axis = node.attributes.get_int("new_axis", 0)
     if new_axis not in (0, 1):
-        ctx.facts.leave(
-            node, Reason("invalid", f"new_axis {new_axis} is not 0 or 1 (the spec allows no other)")
-        )
-        return None
+        return Reason("invalid", f"new_axis {new_axis} is not 0 or 1 (the spec allows no other)")
     return new_axis
 
 
-def follows_ort(ctx: Context, node: ir.Node, values: Iterable[ir.Value], what: str) -> None:
-    """Record a rewrite that squeezed chunks of one of a scalar split with ``keepdims=0`` as
-    ONNX Runtime does: a report note, and the values whose declared shapes may follow the spec
-    instead."""
-    ctx.edits.note(
+def follows_ort(node: ir.Node, what: str) -> str:
+    """The report's note on a rewrite that squeezed chunks of one of a scalar split with
+    ``keepdims=0`` as ONNX Runtime does (the outcome also names the values whose declared
+    shapes may follow the spec instead: its ``diverged``)."""
+    return (
         f"{label(node)}: {what} (scalar split with keepdims=0 into chunks of one: follows ONNX "
         "Runtime/PyTorch; --strict-spec keeps the axis)"
     )
-    ctx.edits.diverged.extend(values)
 
 
 def stable(ctx: Context, shape: ir.Shape | None) -> bool:

@@ -30,7 +30,18 @@ from seqpasses.walk.budget import cost_of
 from seqpasses.walk.context import Context, Entry, Scope
 from seqpasses.walk.facts import Reason
 from seqpasses.walk.inline import inline_graph
-from seqpasses.walk.outcomes import BodyForm, Rebuild
+from seqpasses.walk.outcomes import (
+    BodyForm,
+    Fold,
+    Leave,
+    Listed,
+    Outcome,
+    Rebuild,
+    Record,
+    Replace,
+    Restructure,
+    Stacked,
+)
 
 __all__ = ["RULES", "TABLE"]
 
@@ -81,7 +92,7 @@ def _stacked_pair(
     model = next(p for p in pairs if p is not None)
     for b, (st, inner) in enumerate(zip(pairs, scopes, strict=True)):
         if st is None:  # the empty branch: no rows of the other's element shape
-            emit = ctx.edits.emitter(inner, None)
+            emit = ctx.emitter(inner, None)
             outer = _outer_element(values[1 - b], branches[1 - b])
             empty = empty_rows(emit, model.element, model.dtype, outer)
             if empty is None:
@@ -103,13 +114,13 @@ def _outer_element(value: object, branch: ir.Graph) -> ir.Value | None:
     return next((e for e in value.elements if e.graph is not branch), None)
 
 
-def _if_static_sequences(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+def _if_static_sequences(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
     """Run-time condition: sequence outputs static in both branches with one length become
     one tensor output per element, so what reads them can be lowered; lists of one element
     shape but different lengths (or held as one tensor) become one tensor ``[n, *E]``."""
     then_attr, else_attr = node.attributes.get("then_branch"), node.attributes.get("else_branch")
     if then_attr is None or else_attr is None:
-        return False
+        return Leave()
     branches = (then_attr.as_graph(), else_attr.as_graph())
     converted: dict[int, tuple[StaticSequence, StaticSequence]] = {}
     stacked: dict[int, tuple[StackedSequence, StackedSequence]] = {}
@@ -138,10 +149,10 @@ def _if_static_sequences(ctx: Context, node: ir.Node, scope: Scope) -> bool:
             scope.shapes.shape(value)  # types for the new If outputs
         converted[k] = (pair[0], pair[1])
     if not converted and not stacked and not dropped:
-        return False
+        return Leave()
     outputs_left = [k for k in range(len(node.outputs)) if k not in dropped]
     if all(k in converted and not len(converted[k][0]) for k in outputs_left):
-        return False  # (every output an empty list or dropped: an If of no outputs)
+        return Leave()  # (every output an empty list or dropped: an If of no outputs)
     forms: list[BodyForm] = []
     for b, branch in enumerate(branches):
         outputs: list[ir.Value] = []
@@ -158,36 +169,32 @@ def _if_static_sequences(ctx: Context, node: ir.Node, scope: Scope) -> bool:
         "else_branch": (branches[1], forms[1]),
     }
     count = len(forms[0].outputs or ())
-    new = ctx.edits.apply(Rebuild(node, [node.inputs[0]], bodies, count), scope)
+    held: dict[ir.Value, Listed | Stacked] = {}
+    moved: dict[int, int] = {}
     index = 0
     for k, old in enumerate(node.outputs):
         if k in dropped:
             continue
         if k in converted:
             first, second = converted[k]
-            elements = list(new.outputs)[index : index + len(first)]
-            for element, in_then, in_else in zip(
-                elements, first.elements, second.elements, strict=True
-            ):
-                element.type = in_then.type or in_else.type
-                element.shape = merge_shapes([in_then.shape, in_else.shape])
-            ctx.facts.values[old] = StaticSequence(tuple(elements), first.dtype or second.dtype)
+            types = [
+                (in_then.type or in_else.type, merge_shapes([in_then.shape, in_else.shape]))
+                for in_then, in_else in zip(first.elements, second.elements, strict=True)
+            ]
+            indices = range(index, index + len(first))
+            held[old] = Listed(indices, types, first.dtype or second.dtype)
             index += len(first)
             continue
-        out = new.outputs[index]
         if k in stacked:
             one, other = stacked[k]
             length = one.length if one.length == other.length else ir.SymbolicDim(None)
-            dtype = one.dtype or other.dtype
-            out.type = ir.TensorType(dtype) if dtype is not None else None
-            out.shape = ir.Shape([length, *one.element])
             least, checked = min(one.least, other.least), one.checked or other.checked
-            held = StackedSequence(out, length, one.element, dtype, least, checked)
-            ctx.facts.values[old] = held
+            dtype = one.dtype or other.dtype
+            held[old] = Stacked(index, length, one.element, dtype, least, checked)
         else:
-            out.type, out.shape = old.type, old.shape
-            ctx.edits.replace(old, out, scope)
+            moved[k] = index
         index += 1
+    plan = Rebuild(node, [node.inputs[0]], bodies, count, moved=moved)
     detail = f"{len(converted)} sequence output(s) as tensors" if converted else ""
     if stacked:
         detail += ("; " if detail else "") + f"{len(stacked)} as one [n, *E] tensor each"
@@ -196,35 +203,37 @@ def _if_static_sequences(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     rule = (
         "if-static-sequences" if converted else "if-stacked-lists" if stacked else "if-unread-lists"
     )
-    return ctx.edits.applied(rule, node, detail)
+    return Restructure(plan=plan, held=held, records=[Record(rule, detail)])
 
 
-def _if(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+def _if(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
     cond = node.inputs[0] if node.inputs else None
     if cond is None:
-        return False
+        return Leave()
     array = ctx.constant(cond)  # (an initializer that is also a graph input is not constant)
     if array is None or array.size != 1:
         return _if_static_sequences(ctx, node, scope)
     taken = "then_branch" if bool(array.reshape(-1)[0]) else "else_branch"
     attr = node.attributes.get(taken)
     if attr is None or attr.type != ir.AttributeType.GRAPH:
-        return False
+        return Leave()
     branch = attr.as_graph()
     if len(branch.outputs) != len(node.outputs):
-        return False
+        return Leave()
     over = ctx.budget.spend(*cost_of(branch), f"inlining the {taken}")
     if over is not None:
-        return ctx.facts.leave(node, over)
+        return Leave(reason=over)
+    # (the copies go in and are walked now: the walk of a copy applies its own outcomes)
     _, outputs = inline_graph(ctx, scope, node, branch, {})
     why = _outputs_can_move(ctx, node, scope, outputs)
     if why is not None:
-        return ctx.facts.leave(node, why)
-    for old, new in zip(node.outputs, outputs, strict=True):
-        ctx.facts.values.pop(old, None)
-        ctx.edits.replace(old, new, scope)
-    ctx.edits.retire(node)
-    return ctx.edits.applied("if-constant-condition", node, f"inlined {taken}")
+        return Leave(reason=why)
+    return Replace(
+        forget=list(node.outputs),
+        uses=list(zip(node.outputs, outputs, strict=True)),
+        retire=[node],
+        records=[Record("if-constant-condition", f"inlined {taken}")],
+    )
 
 
 def _is_sequence(ctx: Context, value: ir.Value) -> bool:
@@ -301,13 +310,12 @@ def _sequence_map(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     return ctx.edits.applied("sequence-map-inline", node, f"{length} copies of the body")
 
 
-def _optional(ctx: Context, node: ir.Node, scope: Scope) -> bool:
-    ctx.facts.optionals[node.outputs[0]] = node.inputs[0] if node.inputs else None
+def _optional(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
     # the Optional stays where something other than its reads takes it (a graph output, a
     # Loop): then it wraps the list in canonical form (the value it was given may come from
     # a node a rewrite rebuilt, which must not stay alive)
-    ctx.edits.canonical_inputs(node, scope, speculative=True)
-    return True
+    wrapped = node.inputs[0] if node.inputs else None
+    return Fold(optionals={node.outputs[0]: wrapped}, canonical_inputs=True)
 
 
 def _optional_value(ctx: Context, value: ir.Value) -> tuple[bool, ir.Value | None]:
@@ -322,39 +330,38 @@ def _optional_value(ctx: Context, value: ir.Value) -> tuple[bool, ir.Value | Non
     return False, None
 
 
-def _optional_get_element(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+def _optional_get_element(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
     source = node.inputs[0] if node.inputs else None
     if source is None:
-        return False
+        return Leave()
     known, content = _optional_value(ctx, source)
     if not known or content is None:
-        return False
+        return Leave()
     held = ctx.facts.values.get(content)
-    if isinstance(held, StaticSequence | StackedSequence):
-        ctx.facts.values[node.outputs[0]] = held
+    values = {node.outputs[0]: held} if isinstance(held, StaticSequence | StackedSequence) else {}
     if (
         node.outputs[0].is_graph_output()
         and not isinstance(content.type, ir.TensorType)
         and scope.opset < 14
     ):
-        return False
-    ctx.edits.replace(node.outputs[0], content, scope)
-    return ctx.edits.applied("optional-get-element", node, f"-> '{content.name}'")
+        return Leave(values=values)
+    record = Record("optional-get-element", f"-> '{content.name}'")
+    return Replace(values=values, uses=[(node.outputs[0], content)], records=[record])
 
 
-def _optional_has_element(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+def _optional_has_element(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
     source = node.inputs[0] if node.inputs else None
     known, content = (True, None) if source is None else _optional_value(ctx, source)
     if not known:
-        return False
-    value = ctx.edits.emitter(scope, node).constant(np.array(content is not None))
-    ctx.edits.replace(node.outputs[0], value, scope)
-    return ctx.edits.applied("optional-has-element", node, f"{content is not None}")
+        return Leave()
+    value = ctx.emitter(scope, node).constant(np.array(content is not None))
+    record = Record("optional-has-element", f"{content is not None}")
+    return Replace(uses=[(node.outputs[0], value)], records=[record])
 
 
 TABLE: dict[tuple[str, str], Entry] = {
     ("If", "*"): Entry(_if, group=Group.IF_INLINE, dry=False),
-    ("SequenceMap", "*"): Entry(_sequence_map, group=Group.SEQUENCE_MAP, dry=False),
+    ("SequenceMap", "*"): Entry(_sequence_map, group=Group.SEQUENCE_MAP, dry=False, outcome=False),
     ("Optional", "*"): Entry(_optional, group=Group.OPTIONAL),
     ("OptionalGetElement", "*"): Entry(_optional_get_element, group=Group.OPTIONAL),
     ("OptionalHasElement", "*"): Entry(_optional_has_element, group=Group.OPTIONAL),

@@ -21,7 +21,7 @@ from seqpasses.transfer import rows, unit_split
 from seqpasses.transfer.common import follows_ort
 from seqpasses.walk.context import Context, Scope
 
-__all__ = ["element_shape", "stacked_of"]
+__all__ = ["element_shape", "stack", "stacked_of"]
 
 
 def element_shape(
@@ -100,7 +100,7 @@ def stacked_of(
             f"a list of {dtype.name.lower()} that something reads as a list: held as one tensor "
             "it would have to be written back by a SplitToSequence ONNX Runtime lacks",
         )
-    emit = ctx.edits.emitter(scope, anchor)
+    emit = ctx.emitter(scope, anchor)
     if isinstance(known, StaticSequence):
         if not known.elements:
             if hint is None:
@@ -117,16 +117,32 @@ def stacked_of(
         found = element_shape(ctx, known.elements, scope)
         if isinstance(found, Reason):
             return found
-        tensor = ctx.edits.stack(known, scope, anchor)
+        tensor = stack(ctx, emit, known)
         return StackedSequence(tensor, len(known), found[0], known.dtype or found[1])
     split = unit_split.find(ctx, value, scope)
     if split is not None:
-        return _from_unit_split(ctx, emit, value.producer(), split, scope)
+        return _from_unit_split(emit, value.producer(), split, scope)
     return ctx.facts.why_unknown(value)
 
 
+def stack(ctx: Context, emit: Emitter, seq: StaticSequence) -> ir.Value:
+    """A static list of elements of one shape as one tensor ``[n, *E]``: its elements
+    unsqueezed and concatenated (built once per graph)."""
+    key = (id(emit.graph), seq.elements)
+    cached = emit.owner.stacks.get(key)
+    if cached is not None:
+        return cached
+    made: dict[ir.Value, ir.Value] = {}  # an element listed twice is unsqueezed once
+    for e in seq.elements:
+        if e not in made:
+            made[e] = emit.unsqueeze(ctx.edits.current(e), 0)
+    parts = [made[e] for e in seq.elements]
+    value = parts[0] if len(parts) == 1 else emit.concat(parts, 0)
+    emit.owner.stacks[key] = value
+    return value
+
+
 def _from_unit_split(
-    ctx: Context,
     emit: Emitter,
     producer: ir.Node | None,
     split: tuple[ir.Value, int, bool, bool],
@@ -138,12 +154,12 @@ def _from_unit_split(
     perm = [axis, *(d for d in range(len(shape)) if d != axis)]
     tensor = data
     if perm != list(range(len(shape))):
-        tensor = emit.op("Transpose", [data], perm=perm)
-        tensor.type, tensor.shape = data.type, ir.Shape([shape[d] for d in perm])
+        moved = ir.Shape([shape[d] for d in perm])
+        tensor = emit.op("Transpose", [data], type=data.type, shape=moved, perm=perm)
     element = [shape[d] for d in perm[1:]]
     if not squeeze:  # each element keeps the axis, of size 1
         element.insert(axis, 1)
         tensor = emit.unsqueeze(tensor, 1 + axis)
     if diverges and producer is not None:
-        follows_ort(ctx, producer, [tensor], "the elements are squeezed")
+        emit.diverges(tensor, follows_ort(producer, "the elements are squeezed"))
     return StackedSequence(tensor, shape[axis], ir.Shape(element), data.dtype)

@@ -30,50 +30,46 @@ def empty_rows(
     ConstantOfShape when the element's dims are numbers; None when neither can be made."""
     if like is not None:
         rows = emit.unsqueeze(like, 0)
-        empty = emit.op("Slice", [rows, emit.int64s([0]), emit.int64s([0]), emit.int64s([0])])
-        empty.type, empty.shape = like.type, ir.Shape([0, *element])
-        return empty
+        bounds = [emit.int64s([0]), emit.int64s([0]), emit.int64s([0])]
+        return emit.op("Slice", [rows, *bounds], type=like.type, shape=ir.Shape([0, *element]))
     dims = list(element)
     if dtype is None or dtype == ir.DataType.STRING or not all(isinstance(d, int) for d in dims):
         return None  # (ConstantOfShape makes no strings)
     zero = ir.tensor(np.zeros((1,), dtype=dtype.numpy()))
-    empty = emit.op("ConstantOfShape", [emit.int64s([0, *dims])], value=zero)  # type: ignore[list-item]
-    empty.type, empty.shape = ir.TensorType(dtype), ir.Shape([0, *element])
-    return empty
+    return emit.op(
+        "ConstantOfShape",
+        [emit.int64s([0, *dims])],  # type: ignore[list-item]
+        type=ir.TensorType(dtype),
+        shape=ir.Shape([0, *element]),
+        value=zero,
+    )
 
 
 def length_of(emit: Emitter, st: StackedSequence) -> ir.Value:
     """``n``, an int64 scalar (read off the tensor when it holds a check: see ``checked``)."""
     if isinstance(st.length, int) and not st.checked:
         return emit.constant(np.array(st.length, dtype=np.int64))
-    int64 = ir.TensorType(ir.DataType.INT64)
+    int64, one, scalar = ir.TensorType(ir.DataType.INT64), ir.Shape([1]), ir.Shape([])
     if isinstance(st.length, int) and st.guard is not None:
-        zero = emit.op("Mul", [st.guard, emit.int64s([0])])
-        zero.type, zero.shape = int64, ir.Shape([1])
-        n = emit.op("Add", [emit.int64s([st.length]), zero])
-        n.type, n.shape = int64, ir.Shape([1])
-        found = emit.op("Gather", [n, emit.int64(0)], axis=0)
-        found.type, found.shape = int64, ir.Shape([])
-        return found
-    shape = emit.op("Shape", [st.tensor])
-    shape.type, shape.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([len(st.element) + 1])
-    n = emit.op("Gather", [shape, emit.constant(np.array(0, dtype=np.int64))], axis=0)
-    n.type, n.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([])
-    return n
+        zero = emit.op("Mul", [st.guard, emit.int64s([0])], type=int64, shape=one)
+        n = emit.op("Add", [emit.int64s([st.length]), zero], type=int64, shape=one)
+        return emit.op("Gather", [n, emit.int64(0)], type=int64, shape=scalar, axis=0)
+    rank = ir.Shape([len(st.element) + 1])
+    shape = emit.op("Shape", [st.tensor], type=int64, shape=rank)
+    first = emit.constant(np.array(0, dtype=np.int64))
+    return emit.op("Gather", [shape, first], type=int64, shape=scalar, axis=0)
 
 
 def positions(emit: Emitter, st: StackedSequence, extra: int) -> ir.Value:
     """``[0, 1, ..., n - 1 + extra]``: a constant when ``n`` is known."""
     if isinstance(st.length, int):
         return emit.constant(np.arange(st.length + extra, dtype=np.int64))
+    int64 = ir.TensorType(ir.DataType.INT64)
     n = length_of(emit, st)
     if extra:
-        n = emit.op("Add", [n, emit.int64(extra)])
-        n.type, n.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([])
-    found = emit.op("Range", [emit.int64(0), n, emit.int64(1)])
-    found.type = ir.TensorType(ir.DataType.INT64)
-    found.shape = ir.Shape([ir.SymbolicDim(None)])
-    return found
+        n = emit.op("Add", [n, emit.int64(extra)], type=int64, shape=ir.Shape([]))
+    some = ir.Shape([ir.SymbolicDim(None)])
+    return emit.op("Range", [emit.int64(0), n, emit.int64(1)], type=int64, shape=some)
 
 
 def normalized(
@@ -99,29 +95,23 @@ def normalized(
         except PositionError as error:
             return Reason("out-of-range", f"{error}: left to fail at run time as before")
     found_in = known if known is not None else positions(emit, st, int(inserting))
-    int64 = ir.TensorType(ir.DataType.INT64)
+    int64, one = ir.TensorType(ir.DataType.INT64), ir.Shape([1])
     if position is None:
         where = emit.int64s([-1])
     else:
         if position.dtype != ir.DataType.INT64:  # int32 (or not declared): one dtype below
-            position = emit.op("Cast", [position], to=int(ir.DataType.INT64))
-            position.type = int64
-        where = emit.op("Reshape", [position, emit.int64s([1])])
-        where.type, where.shape = int64, ir.Shape([1])
+            position = emit.op("Cast", [position], type=int64, to=int(ir.DataType.INT64))
+        where = emit.op("Reshape", [position, emit.int64s([1])], type=int64, shape=one)
     if inserting and position is not None:
         # an insert accepts [-n, n]: a negative p means p + n (not p + n + 1, what Gather over
         # the n + 1 positions would give), so it looks one further back: p - 1 lands on p + n
         # and -n - 1 falls outside, failing as SequenceInsert does
-        zero, one = emit.int64(0), emit.int64(1)
-        negative = emit.op("Less", [where, zero])
-        negative.type, negative.shape = ir.TensorType(ir.DataType.BOOL), ir.Shape([1])
-        back = emit.op("Sub", [where, one])
-        back.type, back.shape = where.type, ir.Shape([1])
-        where = emit.op("Where", [negative, back, where])
-        where.type, where.shape = back.type, ir.Shape([1])
-    found = emit.op("Gather", [found_in, where], axis=0)
-    found.type, found.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([1])
-    return ctx.edits.check(found)  # (out of range it fails, whatever reads it)
+        boolean = ir.TensorType(ir.DataType.BOOL)
+        negative = emit.op("Less", [where, emit.int64(0)], type=boolean, shape=one)
+        back = emit.op("Sub", [where, emit.int64(1)], type=where.type, shape=one)
+        where = emit.op("Where", [negative, back, where], type=back.type, shape=one)
+    found = emit.op("Gather", [found_in, where], type=int64, shape=one, axis=0)
+    return emit.check(found)  # (out of range it fails, whatever reads it)
 
 
 def without_row(emit: Emitter, st: StackedSequence, index: ir.Value, known: ir.Value) -> ir.Value:
@@ -133,41 +123,44 @@ def without_row(emit: Emitter, st: StackedSequence, index: ir.Value, known: ir.V
     if isinstance(st.length, int):
         kept = emit.constant(np.arange(max(st.length - 1, 0), dtype=np.int64))
     else:
-        kept = emit.op("Slice", [known, emit.int64s([0]), emit.int64s([-1]), emit.int64s([0])])
-        kept.type, kept.shape = int64, ir.Shape([ir.SymbolicDim(None)])
-    boolean = ir.TensorType(ir.DataType.BOOL)
+        bounds = [emit.int64s([0]), emit.int64s([-1]), emit.int64s([0])]
+        some = ir.Shape([ir.SymbolicDim(None)])
+        kept = emit.op("Slice", [known, *bounds], type=int64, shape=some)
+    boolean, shape = ir.TensorType(ir.DataType.BOOL), kept.shape
     if emit.opset >= 12:
-        later = emit.op("GreaterOrEqual", [kept, index])
+        later = emit.op("GreaterOrEqual", [kept, index], type=boolean, shape=shape)
     else:  # (GreaterOrEqual is opset 12)
-        before = emit.op("Less", [kept, index])
-        before.type, before.shape = boolean, kept.shape
-        later = emit.op("Not", [before])
-    later.type, later.shape = boolean, kept.shape
-    step = emit.op("Cast", [later], to=int(ir.DataType.INT64))
-    step.type, step.shape = int64, kept.shape
-    rows = emit.op("Add", [kept, step])
-    rows.type, rows.shape = int64, kept.shape
-    out = emit.op("Gather", [st.tensor, rows], axis=0)
-    out.type = st.tensor.type
-    out.shape = ir.Shape([plus(st.length, -1), *st.element])
-    return out
+        before = emit.op("Less", [kept, index], type=boolean, shape=shape)
+        later = emit.op("Not", [before], type=boolean, shape=shape)
+    step = emit.op("Cast", [later], type=int64, shape=shape, to=int(ir.DataType.INT64))
+    rows = emit.op("Add", [kept, step], type=int64, shape=shape)
+    fewer = ir.Shape([plus(st.length, -1), *st.element])
+    return emit.op("Gather", [st.tensor, rows], type=st.tensor.type, shape=fewer, axis=0)
 
 
 def slice_rows(
-    emit: Emitter, st: StackedSequence, start: int | ir.Value, end: int | ir.Value
+    emit: Emitter,
+    st: StackedSequence,
+    start: int | ir.Value,
+    end: int | ir.Value,
+    length: int | None = None,
 ) -> ir.Value:
-    """``S[start:end]`` along the first axis."""
+    """``S[start:end]`` along the first axis (``length`` rows, when the caller knows)."""
     bounds = [emit.int64s([b]) if isinstance(b, int) else b for b in (start, end)]
-    out = emit.op("Slice", [st.tensor, bounds[0], bounds[1], emit.int64s([0])])
-    out.type, out.shape = st.tensor.type, ir.Shape([ir.SymbolicDim(None), *st.element])
-    return out
+    some = ir.Shape([ir.SymbolicDim(None) if length is None else length, *st.element])
+    inputs = [st.tensor, bounds[0], bounds[1], emit.int64s([0])]
+    return emit.op("Slice", inputs, type=st.tensor.type, shape=some)
 
 
-def joined(emit: Emitter, st: StackedSequence, parts: list[ir.Value], length: object) -> ir.Value:
-    out = parts[0] if len(parts) == 1 else emit.concat(parts, 0)
-    out.type = st.tensor.type
-    out.shape = ir.Shape([length, *st.element])  # type: ignore[list-item]
-    return out
+def joined(
+    emit: Emitter, st: StackedSequence, parts: list[ir.Value], length: int | ir.SymbolicDim
+) -> ir.Value:
+    """``parts`` (rows of ``st``'s tensor, and new rows) joined: ``[length, *E]``. One part is
+    the result as it is (a slice :func:`slice_rows` made of ``length`` rows)."""
+    if len(parts) == 1:
+        return parts[0]
+    shape = ir.Shape([length, *st.element])
+    return emit.concat(parts, 0, type=st.tensor.type, shape=shape)
 
 
 def guard_of(emit: Emitter, st: StackedSequence, index: int | ir.Value) -> ir.Value | None:
@@ -177,9 +170,7 @@ def guard_of(emit: Emitter, st: StackedSequence, index: int | ir.Value) -> ir.Va
         return st.guard
     if st.guard is None or st.guard.graph is not index.graph:
         return index
-    both = emit.op("Add", [st.guard, index])
-    both.type, both.shape = index.type, ir.Shape([1])
-    return both
+    return emit.op("Add", [st.guard, index], type=index.type, shape=ir.Shape([1]))
 
 
 def plus(length: object, k: int) -> int | ir.SymbolicDim:

@@ -30,8 +30,9 @@ from seqpasses.transfer import stacked, unit_split
 from seqpasses.transfer.common import concat_new_axis, position
 from seqpasses.walk.context import Context, Entry, Scope
 from seqpasses.walk.facts import Reason
+from seqpasses.walk.outcomes import Fold, Leave, Outcome, Record, Replace
 
-Transfer = Callable[[Context, ir.Node, Scope, Reason], bool]
+Transfer = Callable[[Context, ir.Node, Scope, Reason], Outcome]
 
 __all__ = ["RULES", "TABLE"]
 
@@ -40,12 +41,11 @@ def _out_of_range(error: PositionError) -> Reason:
     return Reason("out-of-range", f"{error}: left to fail at run time as before")
 
 
-def _sequence_empty(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+def _sequence_empty(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
     dtype = node.attributes.get_int("dtype", int(ir.DataType.FLOAT))
     seq = StaticSequence((), ir.DataType(dtype))
-    ctx.facts.values[node.outputs[0]] = seq
-    ctx.edits.known_canonical(node.outputs[0], seq, scope)
-    return True
+    out = node.outputs[0]
+    return Fold(values={out: seq}, canonical={out: seq})
 
 
 def _element_dtype(
@@ -61,89 +61,87 @@ def _element_dtype(
     return sequence_dtype(declared)
 
 
-def _sequence_construct(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+def _sequence_construct(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
     elements = tuple(v for v in node.inputs if v is not None)
     if len(elements) != len(node.inputs) or not elements:
-        return ctx.facts.leave(node, Reason("invalid", "SequenceConstruct with a missing input"))
+        return Leave(reason=Reason("invalid", "SequenceConstruct with a missing input"))
     dtype = _element_dtype(elements[:1], scope, node.outputs[0])
     seq = StaticSequence(elements, dtype)
-    ctx.facts.values[node.outputs[0]] = seq
-    ctx.edits.known_canonical(node.outputs[0], seq, scope)
-    return True
+    out = node.outputs[0]
+    return Fold(values={out: seq}, canonical={out: seq})
 
 
-def _sequence_insert(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+def _sequence_insert(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
     seq = ctx.facts.static(node.inputs[0])
     if seq is None:
-        return ctx.facts.leave(node, ctx.facts.why_unknown(node.inputs[0]))
+        return Leave(reason=ctx.facts.why_unknown(node.inputs[0]))
     where, why = position(ctx, node, 2)
     if why is not None:  # a run-time position: the list as one tensor [n, *E]
         return _as_stacked(ctx, node, scope, why, stacked.insert)
     tensor = node.inputs[1]
     if tensor is None:
-        return ctx.facts.leave(node, Reason("invalid", "SequenceInsert without a tensor"))
+        return Leave(reason=Reason("invalid", "SequenceInsert without a tensor"))
     if seq.dtype is None and tensor.dtype is None:
         scope.shapes.shape(tensor)  # its type, which the list takes (kept once it is emptied)
     try:
-        ctx.facts.values[node.outputs[0]] = seq.insert(where, tensor)
+        return Fold(values={node.outputs[0]: seq.insert(where, tensor)})
     except PositionError as error:
-        return ctx.facts.leave(node, _out_of_range(error))
-    return True
+        return Leave(reason=_out_of_range(error))
 
 
-def _sequence_erase(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+def _sequence_erase(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
     seq = ctx.facts.static(node.inputs[0])
     if seq is None:
-        return ctx.facts.leave(node, ctx.facts.why_unknown(node.inputs[0]))
+        return Leave(reason=ctx.facts.why_unknown(node.inputs[0]))
     where, why = position(ctx, node, 1)
     if why is not None:  # a run-time position: the list as one tensor [n, *E]
         return _as_stacked(ctx, node, scope, why, stacked.erase)
     try:
-        ctx.facts.values[node.outputs[0]] = seq.erase(where)
+        return Fold(values={node.outputs[0]: seq.erase(where)})
     except PositionError as error:
-        return ctx.facts.leave(node, _out_of_range(error))
-    return True
+        return Leave(reason=_out_of_range(error))
 
 
-def _as_stacked(ctx: Context, node: ir.Node, scope: Scope, why: Reason, rewrite: Transfer) -> bool:
+def _as_stacked(
+    ctx: Context, node: ir.Node, scope: Scope, why: Reason, rewrite: Transfer
+) -> Outcome:
     """Hold the list as one tensor [n, *E] for a run-time position, or leave ``node`` with
     ``why`` when that is switched off (``--skip stacked``)."""
     if not ctx.options.enabled(Group.STACKED):
-        return ctx.facts.leave(node, why)
+        return Leave(reason=why)
     return rewrite(ctx, node, scope, why)
 
 
-def _identity(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+def _identity(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
     seq = ctx.facts.static(node.inputs[0])
-    if seq is not None:
-        ctx.facts.values[node.outputs[0]] = seq
-    return True
+    return Fold(values={node.outputs[0]: seq} if seq is not None else {})
 
 
-def _sequence_at(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+def _sequence_at(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
     seq = ctx.facts.static(node.inputs[0])
     assert seq is not None
     where, why = position(ctx, node, 1)
     if why is not None or where is None:
-        if unit_split.read_at(ctx, node, scope):  # a run-time position of torch.unbind's list
-            return True
+        read = unit_split.read_at(ctx, node, scope)  # a run-time position of torch.unbind's list
+        if read is not None:
+            return read
         if why is None:
-            return ctx.facts.leave(node, Reason("invalid", "SequenceAt without a position"))
+            return Leave(reason=Reason("invalid", "SequenceAt without a position"))
         return _as_stacked(ctx, node, scope, why, stacked.at)
     try:
         element = ctx.edits.current(seq.at(where))
     except PositionError as error:
-        return ctx.facts.leave(node, _out_of_range(error))
-    ctx.edits.replace(node.outputs[0], element, scope)
-    return ctx.edits.applied("sequence-at", node, f"position {where} -> '{element.name}'")
+        return Leave(reason=_out_of_range(error))
+    record = Record("sequence-at", f"position {where} -> '{element.name}'")
+    return Replace(uses=[(node.outputs[0], element)], records=[record])
 
 
-def _sequence_length(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+def _sequence_length(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
     seq = ctx.facts.static(node.inputs[0])
     assert seq is not None
-    value = ctx.edits.emitter(scope, node).constant(np.array(len(seq), dtype=np.int64))
-    ctx.edits.replace(node.outputs[0], value, scope)
-    return ctx.edits.applied("sequence-length", node, f"length {len(seq)}")
+    value = ctx.emitter(scope, node).constant(np.array(len(seq), dtype=np.int64))
+    record = Record("sequence-length", f"length {len(seq)}")
+    return Replace(uses=[(node.outputs[0], value)], records=[record])
 
 
 def _ranks(values: tuple[ir.Value, ...], shapes: ShapeOracle) -> set[int]:
@@ -201,24 +199,27 @@ def _overflows(values: tuple[ir.Value, ...], shapes: ShapeOracle, axis: int) -> 
     return total > INT64_MAX
 
 
-def _concat_from_sequence(ctx: Context, node: ir.Node, scope: Scope) -> bool:
-    new_axis = concat_new_axis(ctx, node)
-    if new_axis is None:
-        return False
+def _leave(reason: Reason) -> Outcome:
+    return Leave(reason=reason)
+
+
+def _concat_from_sequence(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
+    new_axis = concat_new_axis(node)
+    if isinstance(new_axis, Reason):
+        return Leave(reason=new_axis)
     seq = ctx.facts.static(node.inputs[0])
     assert seq is not None
-    leave = ctx.facts.leave
     if len(seq) == 0:
         reason = "ConcatFromSequence of an empty sequence fails at run time; left as is"
-        return leave(node, Reason("run-time-failure", reason))
+        return _leave(Reason("run-time-failure", reason))
     axis_attr = node.attributes.get("axis")
     if axis_attr is None:
-        return leave(node, Reason("invalid", "ConcatFromSequence without its required axis"))
+        return _leave(Reason("invalid", "ConcatFromSequence without its required axis"))
     axis = axis_attr.as_int()
     elements = tuple(ctx.edits.current(e) for e in seq.elements)  # (what replaced each now)
     if len(_ranks(elements, scope.shapes)) > 1:
         reason = "elements differ in rank: ConcatFromSequence fails at run time; left as is"
-        return leave(node, Reason("run-time-failure", reason))
+        return _leave(Reason("run-time-failure", reason))
     rank = _rank(elements, scope.shapes)
     if rank is not None:
         out_rank = rank + 1 if new_axis == 1 else rank
@@ -226,18 +227,18 @@ def _concat_from_sequence(ctx: Context, node: ir.Node, scope: Scope) -> bool:
             reason = (
                 f"axis {axis} is outside [-{out_rank}, {out_rank - 1}]: left to fail at run time"
             )
-            return leave(node, Reason("out-of-range", reason))
+            return _leave(Reason("out-of-range", reason))
         axis = axis + out_rank if axis < 0 else axis
         conflict = _conflicting_dim(elements, scope.shapes, None if new_axis == 1 else axis)
         if conflict is not None:
             reason = f"elements differ in dim {conflict}: ConcatFromSequence fails at run time; left as is"
-            return leave(node, Reason("run-time-failure", reason))
+            return _leave(Reason("run-time-failure", reason))
         if new_axis == 0 and _overflows(elements, scope.shapes, axis):
             reason = f"the elements' dims {axis} sum past the largest dim ONNX can hold; left as is"
-            return leave(node, Reason("limit", reason))
+            return _leave(Reason("limit", reason))
     # With the rank unknown the axis passes through unchanged: Unsqueeze and Concat accept the
     # same axis range as ConcatFromSequence, so both models fail or succeed together.
-    emit = ctx.edits.emitter(scope, node)
+    emit = ctx.emitter(scope, node)
     parts = list(seq.elements)
     if new_axis == 1:
         parts = [emit.unsqueeze(v, axis) for v in parts]
@@ -245,10 +246,10 @@ def _concat_from_sequence(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     if len(parts) > 1 and not _provably_alike(elements, scope.shapes, None if new_axis else axis):
         # elements not provably alike outside the axis: the Concat fails where the original
         # does, and is kept even when only what is computed from its shape is read
-        ctx.edits.check(result)
-    ctx.edits.replace(node.outputs[0], result, scope)
+        emit.check(result)
     rule = "concat-from-sequence-new-axis" if new_axis == 1 else "concat-from-sequence"
-    return ctx.edits.applied(rule, node, f"{len(seq)} elements, axis {axis}")
+    record = Record(rule, f"{len(seq)} elements, axis {axis}")
+    return Replace(uses=[(node.outputs[0], result)], records=[record])
 
 
 TABLE: dict[tuple[str, str], Entry] = {

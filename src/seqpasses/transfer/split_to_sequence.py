@@ -17,6 +17,7 @@ from seqpasses.options import Group
 from seqpasses.transfer.common import follows_ort
 from seqpasses.walk.context import Context, Entry, Scope
 from seqpasses.walk.facts import Reason
+from seqpasses.walk.outcomes import Fold, Leave, Outcome, Record
 
 __all__ = ["RULES", "TABLE"]
 
@@ -125,7 +126,7 @@ _READS = frozenset(
 )
 
 
-def _written_back(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+def _written_back(ctx: Context, node: ir.Node, scope: Scope) -> Outcome | None:
     """Whether ``node`` is how a list held as one tensor is written back as a sequence
     (``SplitToSequence(S, axis=0, keepdims=0)``) for uses that need a sequence as it is: it is
     then that list, and stays (a second run changes nothing)."""
@@ -136,46 +137,51 @@ def _written_back(ctx: Context, node: ir.Node, scope: Scope) -> bool:
         or node.attributes.get_int("axis", 0) != 0
         or node.attributes.get_int("keepdims", 1) != 0
     ):
-        return False
+        return None
     shape = scope.shapes.shape(data)
     if shape is None or len(shape) == 0:
-        return False
+        return None
     # no rows: the list is empty whatever reads it, but what makes the tensor may hold a check
     # (a run-time erase of its last element), which an empty static list would drop
     empty = shape[0] == 0
     if not empty and any(use.node.op_type in _READS and is_default(use.node) for use in out.uses()):
-        return False
+        return None
     element = ir.Shape(list(shape)[1:])
-    ctx.facts.values[out] = StackedSequence(data, shape[0], element, data.dtype, checked=empty)
-    return True
+    held = StackedSequence(data, shape[0], element, data.dtype, checked=empty)
+    return Fold(values={out: held})
 
 
-def _spec_keepdims(ctx: Context, node: ir.Node) -> None:
+Keepdims = list[tuple[ir.Node, ir.Attr]]
+
+
+def _spec_keepdims(ctx: Context, node: ir.Node) -> tuple[Keepdims, list[Record]]:
     """With ``strict_spec``, a split given with ``keepdims=0`` gets ``keepdims=1``: the spec
     ignores keepdims when a split is given, so this means the same to it, and ONNX Runtime
     (which drops the axis of a scalar split's chunks, or fails) then follows the spec too,
     where the node stays."""
     split = node.inputs[1] if len(node.inputs) > 1 else None
     if not ctx.options.strict_spec or split is None or node.attributes.get_int("keepdims", 1) != 0:
-        return
-    ctx.edits.set_attribute(node, ir.AttrInt64("keepdims", 1))
-    ctx.edits.applied("split-to-sequence-spec-keepdims", node, "keepdims=0 -> 1 (ignored)")
+        return [], []
+    record = Record("split-to-sequence-spec-keepdims", "keepdims=0 -> 1 (ignored)")
+    return [(node, ir.AttrInt64("keepdims", 1))], [record]
 
 
-def _split_to_sequence(ctx: Context, node: ir.Node, scope: Scope) -> bool:
-    if _written_back(ctx, node, scope):
-        return True
-    _spec_keepdims(ctx, node)
+def _split_to_sequence(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
+    written = _written_back(ctx, node, scope)
+    if written is not None:
+        return written
+    # (the outcome, whatever it is, gives the node keepdims=1 under --strict-spec)
+    keepdims, records = _spec_keepdims(ctx, node)
     data = node.inputs[0]
     shape = scope.shapes.shape(data) if data is not None else None
     if data is None or shape is None:
         reason = "input rank unknown: the split axis cannot be checked"
-        return ctx.facts.leave(node, Reason("unknown-shape", reason))
+        return Leave(reason=Reason("unknown-shape", reason), records=records, attributes=keepdims)
     rank = len(shape)
     axis = node.attributes.get_int("axis", 0)
     if not -rank <= axis <= rank - 1:
         reason = f"axis {axis} is outside [-{rank}, {rank - 1}]: left to fail at run time"
-        return ctx.facts.leave(node, Reason("out-of-range", reason))
+        return Leave(reason=Reason("out-of-range", reason), records=records, attributes=keepdims)
     axis = axis + rank if axis < 0 else axis
     dim = shape[axis]
     sizes, squeeze, why = _split_sizes(ctx, node, dim if isinstance(dim, int) else None)
@@ -183,25 +189,32 @@ def _split_to_sequence(ctx: Context, node: ir.Node, scope: Scope) -> bool:
         assert why is not None
         count = _run_time_split_count(ctx, node, scope, why)
         if isinstance(count, Reason):
-            return ctx.facts.leave(node, count)
+            return Leave(reason=count, records=records, attributes=keepdims)
         # split sizes known only at run time, but how many of them: one Split output each (it
         # fails on sizes that do not sum to the dim exactly as SplitToSequence does)
         split = node.inputs[1]
         assert split is not None
-        parts = ctx.edits.emitter(scope, node).split_by(data, axis, split, count)
-        ctx.edits.check(parts[0])  # (sizes that do not sum fail, whatever reads the chunks)
-        ctx.facts.values[node.outputs[0]] = StaticSequence(tuple(parts), data.dtype)
+        emit = ctx.emitter(scope, node)
+        parts = emit.split_by(data, axis, split, count)
+        emit.check(parts[0])  # (sizes that do not sum fail, whatever reads the chunks)
         detail = f"{count} chunks on axis {axis}"
-        return ctx.edits.applied("split-to-sequence-run-time-sizes", node, detail)
-    emit = ctx.edits.emitter(scope, node)
+        records.append(Record("split-to-sequence-run-time-sizes", detail))
+        listed = StaticSequence(tuple(parts), data.dtype)
+        return Fold(values={node.outputs[0]: listed}, records=records, attributes=keepdims)
+    emit = ctx.emitter(scope, node)
     parts = emit.split(data, axis, sizes)
     if squeeze:
         parts = [emit.squeeze(p, axis) for p in parts]
-    ctx.facts.values[node.outputs[0]] = StaticSequence(tuple(parts), data.dtype)
     detail = f"{len(sizes)} chunks on axis {axis}" + (", squeezed" if squeeze else "")
-    if squeeze and len(node.inputs) > 1 and node.inputs[1] is not None:
-        follows_ort(ctx, node, parts, detail)
-    return ctx.edits.applied("split-to-sequence", node, detail)
+    diverges = squeeze and len(node.inputs) > 1 and node.inputs[1] is not None
+    records.append(Record("split-to-sequence", detail))
+    return Fold(
+        values={node.outputs[0]: StaticSequence(tuple(parts), data.dtype)},
+        records=records,
+        notes=[follows_ort(node, detail)] if diverges else (),
+        diverged=parts if diverges else (),
+        attributes=keepdims,
+    )
 
 
 TABLE: dict[tuple[str, str], Entry] = {

@@ -36,26 +36,28 @@ from seqpasses.transfer import rows, unit_split
 from seqpasses.transfer.common import concat_new_axis
 from seqpasses.transfer.holding import element_shape, stacked_of
 from seqpasses.walk.context import Context, Entry, Scope
+from seqpasses.walk.materialize import unstacked
+from seqpasses.walk.outcomes import Fold, Leave, Outcome, Record, Replace
 
 __all__ = ["RULES", "TABLE", "at", "element_shape", "erase", "insert", "stacked_of"]
 
 
-def _leave(ctx: Context, node: ir.Node, why: Reason, because: Reason | None) -> bool:
-    """Leave ``node``: ``why`` the list cannot be one tensor, after ``because`` (why a static
+def _leave(why: Reason, because: Reason | None) -> Outcome:
+    """Leave the node: ``why`` the list cannot be one tensor, after ``because`` (why a static
     list needed to be: a run-time position)."""
     if because is not None:
         why = Reason(why.kind, f"{because}, and {why}")
-    return ctx.facts.leave(node, why)
+    return Leave(reason=why)
 
 
-def insert(ctx: Context, node: ir.Node, scope: Scope, because: Reason | None = None) -> bool:
+def insert(ctx: Context, node: ir.Node, scope: Scope, because: Reason | None = None) -> Outcome:
     """``SequenceInsert`` on a list held (or that can be held) as one tensor."""
     tensor = node.inputs[1] if len(node.inputs) > 1 else None
     if tensor is None:
-        return ctx.facts.leave(node, Reason("invalid", "SequenceInsert without a tensor"))
+        return Leave(reason=Reason("invalid", "SequenceInsert without a tensor"))
     st = stacked_of(ctx, node.inputs[0], scope, node, hint=tensor)
     if isinstance(st, Reason):
-        return _leave(ctx, node, st, because)
+        return _leave(st, because)
     shape = scope.shapes.shape(tensor)
     if not same_shape(shape, st.element) or (st.dtype is not None and tensor.dtype != st.dtype):
         done = _unstacked_insert(ctx, node, scope, st) if isinstance(st.length, int) else None
@@ -65,14 +67,14 @@ def insert(ctx: Context, node: ir.Node, scope: Scope, because: Reason | None = N
             f"the inserted tensor's shape {shape_text(shape)} is not provably the list's "
             f"{shape_text(st.element)}: the list cannot stay one tensor"
         )
-        return _leave(ctx, node, Reason("unlike-elements", text), because)
-    emit = ctx.edits.emitter(scope, node)
+        return _leave(Reason("unlike-elements", text), because)
+    emit = ctx.emitter(scope, node)
     position = node.inputs[2] if len(node.inputs) > 2 else None
     index: int | ir.SymbolicDim | ir.Value | Reason = st.length
     if position is not None:
         index = rows.normalized(ctx, emit, st, position, inserting=True)
     if isinstance(index, Reason):
-        return ctx.facts.leave(node, index)
+        return Leave(reason=index)
     row = emit.unsqueeze(tensor, 0)
     if index == 0:
         parts = [row, st.tensor]
@@ -87,14 +89,14 @@ def insert(ctx: Context, node: ir.Node, scope: Scope, because: Reason | None = N
     checked = st.checked or isinstance(index, ir.Value)
     guard = rows.guard_of(emit, st, index) if not isinstance(index, ir.SymbolicDim) else st.guard
     grown = StackedSequence(out, length, st.element, st.dtype, st.least + 1, checked, guard)
-    ctx.facts.values[node.outputs[0]] = grown
     where = "at the back" if position is None else f"at {position.name!r}"
-    return ctx.edits.computed("stacked-insert", node, f"a row {where} of a [n, *E] tensor")
+    record = Record("stacked-insert", f"a row {where} of a [n, *E] tensor", computed=True)
+    return Fold(values={node.outputs[0]: grown}, records=[record])
 
 
 def _unstacked_insert(
     ctx: Context, node: ir.Node, scope: Scope, st: StackedSequence
-) -> bool | None:
+) -> Outcome | None:
     """An element of another shape into a list of known length at a known position: the list's
     rows as a static list, the element inserted into it (None: the position is not known)."""
     position = node.inputs[2] if len(node.inputs) > 2 else None
@@ -110,29 +112,28 @@ def _unstacked_insert(
         normalize_insert_position(where, st.length) if where is not None else None
     except PositionError as error:
         text = f"{error}: left to fail at run time as before"
-        return ctx.facts.leave(node, Reason("out-of-range", text))
+        return Leave(reason=Reason("out-of-range", text))
     tensor = node.inputs[1]
     assert tensor is not None
-    listed = ctx.edits.unstacked(st, scope, node)
-    ctx.facts.values[node.outputs[0]] = listed.insert(where, tensor)
-    return True
+    listed = unstacked(ctx.emitter(scope, node), st)
+    return Fold(values={node.outputs[0]: listed.insert(where, tensor)})
 
 
-def erase(ctx: Context, node: ir.Node, scope: Scope, because: Reason | None = None) -> bool:
+def erase(ctx: Context, node: ir.Node, scope: Scope, because: Reason | None = None) -> Outcome:
     """``SequenceErase`` on a list held (or that can be held) as one tensor."""
     st = stacked_of(ctx, node.inputs[0], scope, node)
     if isinstance(st, Reason):
-        return _leave(ctx, node, st, because)
+        return _leave(st, because)
     if st.length == 0:
         text = "SequenceErase of an empty sequence fails at run time; left as is"
-        return ctx.facts.leave(node, Reason("out-of-range", text))
-    emit = ctx.edits.emitter(scope, node)
+        return Leave(reason=Reason("out-of-range", text))
+    emit = ctx.emitter(scope, node)
     position = node.inputs[1] if len(node.inputs) > 1 else None
     static = position is None or ctx.const_int(position)[0] is not None
     known = None if static and isinstance(st.length, int) else rows.positions(emit, st, 0)
     index = rows.normalized(ctx, emit, st, position, inserting=False, known=known)
     if isinstance(index, Reason):
-        return ctx.facts.leave(node, index)
+        return Leave(reason=index)
     length = rows.plus(st.length, -1)
     if isinstance(index, ir.Value):
         assert known is not None
@@ -141,58 +142,57 @@ def erase(ctx: Context, node: ir.Node, scope: Scope, because: Reason | None = No
         assert isinstance(st.length, int)
         parts = []
         if index > 0:
-            parts.append(rows.slice_rows(emit, st, 0, index))
+            parts.append(rows.slice_rows(emit, st, 0, index, index))
         if index < st.length - 1:
-            parts.append(rows.slice_rows(emit, st, index + 1, rows.END))
+            after = st.length - index - 1
+            parts.append(rows.slice_rows(emit, st, index + 1, rows.END, after))
         if not parts:  # the only element: an empty [0, *E]
-            parts = [rows.slice_rows(emit, st, 0, 0)]
+            parts = [rows.slice_rows(emit, st, 0, 0, 0)]
         out = rows.joined(emit, st, parts, length)
     checked = st.checked or isinstance(index, ir.Value)
     guard = rows.guard_of(emit, st, index)
     least = max(st.least - 1, 0)
     shrunk = StackedSequence(out, length, st.element, st.dtype, least, checked, guard)
-    ctx.facts.values[node.outputs[0]] = shrunk
     where = "the last row" if position is None else f"the row at {position.name!r}"
-    return ctx.edits.computed("stacked-erase", node, f"{where} of a [n, *E] tensor")
+    record = Record("stacked-erase", f"{where} of a [n, *E] tensor", computed=True)
+    return Fold(values={node.outputs[0]: shrunk}, records=[record])
 
 
-def at(ctx: Context, node: ir.Node, scope: Scope, because: Reason | None = None) -> bool:
+def at(ctx: Context, node: ir.Node, scope: Scope, because: Reason | None = None) -> Outcome:
     """``SequenceAt`` of a list held (or that can be held) as one tensor: ``Gather``."""
     position = node.inputs[1] if len(node.inputs) > 1 else None
     if position is None:
-        return ctx.facts.leave(node, Reason("invalid", "SequenceAt without a position"))
+        return Leave(reason=Reason("invalid", "SequenceAt without a position"))
     pos_shape = scope.shapes.shape(position)
     if pos_shape is None or len(pos_shape) != 0:
         text = f"position '{position.name}' is not known to be a scalar"
-        return _leave(ctx, node, Reason("unknown-shape", text), because)
+        return _leave(Reason("unknown-shape", text), because)
     st = stacked_of(ctx, node.inputs[0], scope, node)
     if isinstance(st, Reason):
-        return _leave(ctx, node, st, because)
-    emit = ctx.edits.emitter(scope, node)
-    out = ctx.edits.check(emit.op("Gather", [st.tensor, position], axis=0))
-    out.type, out.shape = st.tensor.type, st.element
-    ctx.edits.replace(node.outputs[0], out, scope)
-    return ctx.edits.applied("stacked-at", node, f"Gather of row '{position.name}'")
+        return _leave(st, because)
+    emit = ctx.emitter(scope, node)
+    gather = emit.op("Gather", [st.tensor, position], type=st.tensor.type, shape=st.element, axis=0)
+    record = Record("stacked-at", f"Gather of row '{position.name}'")
+    return Replace(uses=[(node.outputs[0], emit.check(gather))], records=[record])
 
 
-def _at(ctx: Context, node: ir.Node, scope: Scope) -> bool:
-    if unit_split.read_at(ctx, node, scope):  # torch.unbind's list: a Gather of its input
-        return True
-    return at(ctx, node, scope)
+def _at(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
+    read = unit_split.read_at(ctx, node, scope)  # torch.unbind's list: a Gather of its input
+    return read if read is not None else at(ctx, node, scope)
 
 
-def _length_of(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+def _length_of(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
     st = ctx.facts.values[node.inputs[0]]  # type: ignore[index]
     assert isinstance(st, StackedSequence)
-    value = rows.length_of(ctx.edits.emitter(scope, node), st)
-    ctx.edits.replace(node.outputs[0], value, scope)
-    return ctx.edits.applied("stacked-length", node, f"n = {st.length}")
+    value = rows.length_of(ctx.emitter(scope, node), st)
+    record = Record("stacked-length", f"n = {st.length}")
+    return Replace(uses=[(node.outputs[0], value)], records=[record])
 
 
-def _concat(ctx: Context, node: ir.Node, scope: Scope) -> bool:
-    new_axis = concat_new_axis(ctx, node)
-    if new_axis is None:
-        return False
+def _concat(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
+    new_axis = concat_new_axis(node)
+    if isinstance(new_axis, Reason):
+        return Leave(reason=new_axis)
     st = ctx.facts.values[node.inputs[0]]  # type: ignore[index]
     assert isinstance(st, StackedSequence)
     rank = len(st.element)
@@ -200,51 +200,49 @@ def _concat(ctx: Context, node: ir.Node, scope: Scope) -> bool:
     axis = node.attributes.get_int("axis", 0)
     if not -out_rank <= axis < out_rank:
         text = f"axis {axis} is outside [-{out_rank}, {out_rank - 1}]: left to fail at run time"
-        return ctx.facts.leave(node, Reason("out-of-range", text))
+        return Leave(reason=Reason("out-of-range", text))
     axis = axis + out_rank if axis < 0 else axis
     if st.length == 0:
         text = "ConcatFromSequence of an empty sequence fails at run time; left as is"
-        return ctx.facts.leave(node, Reason("run-time-failure", text))
-    emit = ctx.edits.emitter(scope, node)
+        return Leave(reason=Reason("run-time-failure", text))
+    emit = ctx.emitter(scope, node)
     stacked = st.tensor
     if st.least == 0:  # may be empty: fail there, as the original does
-        first = ctx.edits.check(emit.op("Gather", [stacked, emit.int64s([0])], axis=0))
-        first.type, first.shape = stacked.type, ir.Shape([1, *st.element])
-        stacked = emit.concat([first, rows.slice_rows(emit, st, 1, rows.END)], 0)
-        stacked.type, stacked.shape = st.tensor.type, st.shape()
+        one = ir.Shape([1, *st.element])
+        first = emit.op("Gather", [stacked, emit.int64s([0])], type=stacked.type, shape=one, axis=0)
+        rest = rows.slice_rows(emit, st, 1, rows.END)
+        stacked = emit.concat([emit.check(first), rest], 0, type=st.tensor.type, shape=st.shape())
     dims = [st.length, *st.element]
     result = stacked
     if axis > 0:  # move the list axis to ``axis``
         perm = [*range(1, axis + 1), 0, *range(axis + 1, rank + 1)]
-        result = emit.op("Transpose", [stacked], perm=perm)
-        result.type, result.shape = stacked.type, ir.Shape([dims[p] for p in perm])
+        moved_dims = ir.Shape([dims[p] for p in perm])
+        result = emit.op("Transpose", [stacked], type=stacked.type, shape=moved_dims, perm=perm)
     if not new_axis:  # merge it into the next axis (n is at least 1 here: see above)
         moved = [*st.element[:axis], st.length, *st.element[axis:]]
-        merged = emit.merge_axes(result, moved, axis, first_positive=True)
-        assert merged is not None  # (a first dim of at least 1 always has a form)
         joined = st.element[axis]
         size = (
             bounded(st.length * joined)
             if isinstance(st.length, int) and isinstance(joined, int)
             else None
         )
-        result = merged
-        result.type = stacked.type
-        result.shape = ir.Shape(
+        shape = ir.Shape(
             [
                 *st.element[:axis],
                 ir.SymbolicDim(None) if size is None else size,
                 *st.element[axis + 1 :],
             ]
         )
-    ctx.edits.replace(node.outputs[0], result, scope)
+        merged = emit.merge_axes(result, moved, axis, first_positive=True, shape=shape)
+        assert merged is not None  # (a first dim of at least 1 always has a form)
+        result = merged
     detail = f"new_axis={new_axis}, axis {axis} of a [n, *E] tensor"
-    return ctx.edits.applied("stacked-concat", node, detail)
+    record = Record("stacked-concat", detail)
+    return Replace(uses=[(node.outputs[0], result)], records=[record])
 
 
-def _identity(ctx: Context, node: ir.Node, scope: Scope) -> bool:
-    ctx.facts.values[node.outputs[0]] = ctx.facts.values[node.inputs[0]]  # type: ignore[index]
-    return True
+def _identity(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
+    return Fold(values={node.outputs[0]: ctx.facts.values[node.inputs[0]]})  # type: ignore[index]
 
 
 TABLE: dict[tuple[str, str], Entry] = {

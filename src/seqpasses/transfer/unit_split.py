@@ -25,6 +25,7 @@ from seqpasses.core.sequence import Reason, split_squeezes
 from seqpasses.options import Group
 from seqpasses.transfer.common import concat_new_axis, follows_ort
 from seqpasses.walk.context import Context, Entry, Scope
+from seqpasses.walk.outcomes import Leave, Outcome, Record, Replace
 
 __all__ = ["RULES", "TABLE", "find", "read_at"]
 
@@ -79,138 +80,136 @@ def _at_counter_of_unrolled_loop(ctx: Context, position: ir.Value) -> bool:
     )
 
 
-def read_at(ctx: Context, node: ir.Node, scope: Scope) -> bool:
-    """``SequenceAt(split in chunks of 1, i)`` -> ``Gather(x, i)``; False when not such a read."""
+def read_at(ctx: Context, node: ir.Node, scope: Scope) -> Outcome | None:
+    """``SequenceAt(split in chunks of 1, i)`` -> ``Gather(x, i)``; None when not such a read."""
     found = find(ctx, node.inputs[0], scope)
     position = node.inputs[1] if len(node.inputs) > 1 else None
     if found is None or position is None:
-        return False
+        return None
     if _at_counter_of_unrolled_loop(ctx, position):
-        return False  # read at the loop counter of a loop that will be unrolled: folded then
+        return None  # read at the loop counter of a loop that will be unrolled: folded then
     pos_shape = scope.shapes.shape(position)
     if pos_shape is None or len(pos_shape) != 0:
-        return False
+        return None
     data, axis, squeeze, diverges = found
-    emit = ctx.edits.emitter(scope, node)
+    emit = ctx.emitter(scope, node)
     index = position if squeeze else emit.unsqueeze(position, 0)
-    out = ctx.edits.check(emit.op("Gather", [data, index], axis=axis))
-    out.type = data.type
     data_shape = scope.shapes.shape(data)
+    shape = None
     if data_shape is not None:
         dims = list(data_shape)
         if squeeze:
             del dims[axis]
         else:
             dims[axis] = 1
-        out.shape = ir.Shape(dims)
-    if diverges:
-        follows_ort(ctx, node, [out], "the element is squeezed")
-    ctx.edits.replace(node.outputs[0], out, scope)
+        shape = ir.Shape(dims)
+    out = emit.check(emit.op("Gather", [data, index], type=data.type, shape=shape, axis=axis))
     kept = ", keeping the axis" if not squeeze else ""
-    return ctx.edits.applied(
-        "sequence-at-split", node, f"Gather on axis {axis} of '{data.name}'{kept}"
+    record = Record("sequence-at-split", f"Gather on axis {axis} of '{data.name}'{kept}")
+    return Replace(
+        uses=[(node.outputs[0], out)],
+        records=[record],
+        notes=[follows_ort(node, "the element is squeezed")] if diverges else (),
+        diverged=[out] if diverges else (),
     )
 
 
-def _sequence_at(ctx: Context, node: ir.Node, scope: Scope) -> bool:
-    if read_at(ctx, node, scope):
-        return True
-    return ctx.facts.leave(node, ctx.facts.why_unknown(node.inputs[0]))
+def _sequence_at(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
+    read = read_at(ctx, node, scope)
+    if read is not None:
+        return read
+    return Leave(reason=ctx.facts.why_unknown(node.inputs[0]))
 
 
-def _sequence_length(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+def _sequence_length(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
     found = find(ctx, node.inputs[0], scope)
     if found is None:
-        return ctx.facts.leave(node, ctx.facts.why_unknown(node.inputs[0]))
+        return Leave(reason=ctx.facts.why_unknown(node.inputs[0]))
     data, axis, _, _ = found  # chunks of one: as many as the axis is long
-    emit = ctx.edits.emitter(scope, node)
-    shape = emit.op("Shape", [data])
-    shape.type = ir.TensorType(ir.DataType.INT64)
-    length = emit.op("Gather", [shape, emit.constant(np.array(axis, dtype=np.int64))], axis=0)
-    length.type, length.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([])
-    ctx.edits.replace(node.outputs[0], length, scope)
-    return ctx.edits.applied("sequence-length-split", node, f"dim {axis} of '{data.name}'")
+    emit = ctx.emitter(scope, node)
+    int64 = ir.TensorType(ir.DataType.INT64)
+    shape = emit.op("Shape", [data], type=int64)
+    position = emit.constant(np.array(axis, dtype=np.int64))
+    length = emit.op("Gather", [shape, position], type=int64, shape=ir.Shape([]), axis=0)
+    record = Record("sequence-length-split", f"dim {axis} of '{data.name}'")
+    return Replace(uses=[(node.outputs[0], length)], records=[record])
 
 
-def _at_least_one(
-    ctx: Context, emit: Emitter, data: ir.Value, shape: ir.Shape, axis: int
-) -> ir.Value:
+def _at_least_one(emit: Emitter, data: ir.Value, shape: ir.Shape, axis: int) -> ir.Value:
     """``data`` again, through a check that fails at run time when it has no slice on
     ``axis`` (a ``Gather`` of slice 0, the rest joined to it): a ConcatFromSequence of no
     slice fails, and so must what replaces it."""
-    first = ctx.edits.check(emit.op("Gather", [data, emit.int64s([0])], axis=axis))
-    first.type = data.type
-    first.shape = ir.Shape([1 if k == axis else d for k, d in enumerate(shape)])
-    rest = emit.op("Slice", [data, emit.int64s([1]), emit.int64s([END]), emit.int64s([axis])])
-    rest.type = data.type
-    rest.shape = ir.Shape([ir.SymbolicDim(None) if k == axis else d for k, d in enumerate(shape)])
-    joined = emit.concat([first, rest], axis)
-    joined.type, joined.shape = data.type, shape
-    return joined
+    one = ir.Shape([1 if k == axis else d for k, d in enumerate(shape)])
+    first = emit.check(
+        emit.op("Gather", [data, emit.int64s([0])], type=data.type, shape=one, axis=axis)
+    )
+    bounds = [emit.int64s([1]), emit.int64s([END]), emit.int64s([axis])]
+    others = ir.Shape([ir.SymbolicDim(None) if k == axis else d for k, d in enumerate(shape)])
+    rest = emit.op("Slice", [data, *bounds], type=data.type, shape=others)
+    return emit.concat([first, rest], axis, type=data.type, shape=shape)
 
 
-def _restack(ctx: Context, node: ir.Node, scope: Scope, new_axis: int) -> bool:
+def _restack(ctx: Context, node: ir.Node, scope: Scope, new_axis: int) -> Outcome | None:
     found = find(ctx, node.inputs[0], scope)
     axis_attr = node.attributes.get("axis")
     if found is None or axis_attr is None:
-        return False
+        return None
     data, split_axis, squeeze, diverges = found
     shape = scope.shapes.shape(data)
     assert shape is not None  # find checked the rank
     rank = len(shape)
     merge = squeeze and new_axis == 0  # squeezed slices laid end to end: a Reshape
     if not squeeze and new_axis == 1:
-        return False
+        return None
     out_rank = rank - 1 if merge else rank
     axis = axis_attr.as_int()
     if not -out_rank <= axis < out_rank:
-        return False
+        return None
     axis = axis + out_rank if axis < 0 else axis
     if axis != split_axis and not squeeze:
-        return False
+        return None
     perm = [d for d in range(rank) if d != split_axis]
     perm.insert(axis, split_axis)
-    emit = ctx.edits.emitter(scope, node)
+    emit = ctx.emitter(scope, node)
     count = shape[split_axis]
     result = data
     if not (isinstance(count, int) and count >= 1):  # no slice at all: fail, as the original
-        result = _at_least_one(ctx, emit, data, shape, split_axis)
+        result = _at_least_one(emit, data, shape, split_axis)
     if perm != list(range(rank)):
-        moved = emit.op("Transpose", [result], perm=perm)
-        moved.type = data.type
-        moved.shape = ir.Shape([shape[d] for d in perm])
-        result = moved
+        moved = ir.Shape([shape[d] for d in perm])
+        result = emit.op("Transpose", [result], type=data.type, shape=moved, perm=perm)
     if merge:
         dims = [shape[d] for d in perm]
         merged = emit.merge_axes(result, dims, axis, first_positive=True)
         assert merged is not None  # (a first dim of at least 1 always has a form)
         result = merged
-        result.type = data.type
-    if diverges:
-        follows_ort(ctx, node, [result], "stacks the slices squeezed")
-    ctx.edits.replace(node.outputs[0], result, scope)
     moved_text = (
         "its input" if axis == split_axis else f"Transpose {axis_attr.as_int()}<-{split_axis}"
     )
     moved_text += ", merged by Reshape" if merge else ""
-    return ctx.edits.applied(
-        "concat-of-split", node, f"chunks of one on axis {split_axis}: {moved_text}"
+    record = Record("concat-of-split", f"chunks of one on axis {split_axis}: {moved_text}")
+    return Replace(
+        uses=[(node.outputs[0], result)],
+        records=[record],
+        notes=[follows_ort(node, "stacks the slices squeezed")] if diverges else (),
+        diverged=[result] if diverges else (),
     )
 
 
-def _concat_from_sequence(ctx: Context, node: ir.Node, scope: Scope) -> bool:
-    new_axis = concat_new_axis(ctx, node)
-    if new_axis is None:
-        return False
+def _concat_from_sequence(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
+    new_axis = concat_new_axis(node)
+    if isinstance(new_axis, Reason):
+        return Leave(reason=new_axis)
     found = find(ctx, node.inputs[0], scope)
     if found is not None:
         shape = scope.shapes.shape(found[0])
         if shape is not None and shape[found[1]] == 0:  # provably no chunk at all
             text = "ConcatFromSequence of an empty sequence fails at run time; left as is"
-            return ctx.facts.leave(node, Reason("run-time-failure", text))
-    if _restack(ctx, node, scope, new_axis):
-        return True
-    return ctx.facts.leave(node, ctx.facts.why_unknown(node.inputs[0]))
+            return Leave(reason=Reason("run-time-failure", text))
+    restacked = _restack(ctx, node, scope, new_axis)
+    if restacked is not None:
+        return restacked
+    return Leave(reason=ctx.facts.why_unknown(node.inputs[0]))
 
 
 TABLE: dict[tuple[str, str], Entry] = {

@@ -1,9 +1,16 @@
 """What a transfer function sees, and the shape of the table the walker is given.
 
-A transfer ``(ctx, node, scope) -> bool`` reads abstract values from ``ctx.facts``, changes
-the graph only through ``ctx.edits``, asks ``ctx`` what a value holds before run time, and
-returns True when it handled the node (False: the walker's fallback gives the node its
-sequence inputs in canonical form).
+A transfer ``(ctx, node, scope) -> Outcome`` reads abstract values from ``ctx.facts``, asks
+``ctx`` what a value holds before run time, builds new nodes with ``ctx.emitter`` (onto the
+visit's tape: nothing enters a graph), and returns what it proposes
+(:mod:`seqpasses.walk.outcomes`); the applier (:mod:`seqpasses.walk.apply`) writes it. An
+outcome that is not ``handled`` (:class:`~seqpasses.walk.outcomes.Leave`) lets the walker's
+fallback give the node its sequence inputs in canonical form.
+
+The loops' transfers and the two that inline a body (an If of a constant condition, a
+SequenceMap) still return a bool and write through ``ctx.edits`` themselves (their rows say
+``outcome=False``): they walk the copies they make, which the applier of one visit cannot
+yet express.
 """
 
 from __future__ import annotations
@@ -16,11 +23,14 @@ import numpy as np
 import onnx_ir as ir
 
 from seqpasses.core.constants import ConstantEvaluator
+from seqpasses.core.emit import Emitter
 from seqpasses.options import NODE_BUDGET_FLOOR, FoldOptions, Group
 from seqpasses.walk.budget import BYTE_BUDGET_FLOOR, Budget
 from seqpasses.walk.edits import Edits
 from seqpasses.walk.facts import Facts, Reason
+from seqpasses.walk.outcomes import Outcome
 from seqpasses.walk.scope import Scope
+from seqpasses.walk.tape import Tape
 
 __all__ = [
     "Context",
@@ -52,6 +62,18 @@ class Context:
         # the caller may override, so it is read only with --freeze-inputs
         self.evaluator = ConstantEvaluator(facts.opset_of, self._readable)
         self.budget = Budget(options.node_budget or NODE_BUDGET_FLOOR, BYTE_BUDGET_FLOOR)
+        # what new nodes are recorded onto: the visit's tape (set by the walker), or the
+        # edits themselves (placed at once) for a transfer that writes them itself
+        self.owner: Tape | Edits = edits
+
+    def emitter(self, scope: Scope, anchor: ir.Node | None) -> Emitter:
+        """An emitter of new nodes for ``scope``'s graph, before ``anchor`` (at the end when
+        ``None``), onto the visit's tape."""
+        return Emitter(scope.graph, anchor, scope.opset, self.owner)
+
+    def body_emitter(self, graph: ir.Graph, anchor: ir.Node | None, opset: int) -> Emitter:
+        """An emitter into a body being built (a clone, or one its node gives up)."""
+        return Emitter(graph, anchor, opset, self.owner)
 
     def too_many_pieces(self, count: int, what: str) -> Reason | None:
         """Why a Split of ``count`` pieces is not written (None when it may be)."""
@@ -109,7 +131,7 @@ class Context:
         return array is not None and array.size == 1 and bool(array.reshape(-1)[0])
 
 
-Transfer = Callable[[Context, ir.Node, Scope], bool]
+Transfer = Callable[[Context, ir.Node, Scope], Outcome | bool]
 Hook = Callable[[Context, ir.Node, Scope], None]
 
 
@@ -126,6 +148,9 @@ class Entry:
     # what a dry walk runs instead of a transfer that is not dry: it may give the node's
     # outputs (and their readers') types and shapes, and changes nothing else
     analyze: Transfer | None = None
+    # the transfer returns an Outcome and emits onto the visit's tape (False: it returns a
+    # bool and writes through ctx.edits, its nodes placed as they are emitted)
+    outcome: bool = True
 
 
 Table = Mapping[tuple[str, str], Entry]

@@ -160,6 +160,11 @@ class Edits(KeepMixin, MaterializeMixin, OutcomesMixin):
     def note(self, text: str) -> None:
         self.report.notes.append(text)
 
+    def diverges(self, value: ir.Value, note: str) -> None:
+        """``value``'s shape follows ONNX Runtime, not the spec (an emitter's owner)."""
+        self.note(note)
+        self.diverged.append(value)
+
     def record_copy(self, copy: ir.Node, original: ir.Node) -> None:
         """``copy`` (and its subgraphs' nodes) copies ``original``: the report says so."""
         self.origin[copy] = original

@@ -20,7 +20,7 @@ from seqpasses.walk.facts import Facts, Reason
 from seqpasses.walk.scope import Scope
 from seqpasses.walk.trial import CreatedNodes
 
-__all__ = ["MaterializeMixin"]
+__all__ = ["MaterializeMixin", "unstacked"]
 
 
 class MaterializeMixin:
@@ -44,6 +44,8 @@ class MaterializeMixin:
     split_axis: dict[ir.Node, int]
     next_name: Callable[[str, str], str]
     place: Callable[[ir.Graph | ir.Function, ir.Node | None, ir.Node], None]
+    check: Callable[[ir.Value], ir.Value]
+    diverges: Callable[[ir.Value, str], None]
     current: Callable[[ir.Value], ir.Value]
     emitter: Callable[[Scope, ir.Node | None], Emitter]
     applied: Callable[[str, ir.Node, str], bool]
@@ -140,22 +142,6 @@ class MaterializeMixin:
             inner = owner[0].graph if owner is not None else None
         return None
 
-    def stack(self, seq: StaticSequence, scope: Scope, anchor: ir.Node | None) -> ir.Value:
-        """A static list of elements of one shape as one tensor ``[n, *E]``: its elements
-        unsqueezed and concatenated (built once per graph)."""
-        key = (id(scope.graph), seq.elements)
-        if key in self.stacks:
-            return self.stacks[key]
-        emit = self.emitter(scope, anchor)
-        made: dict[ir.Value, ir.Value] = {}  # an element listed twice is unsqueezed once
-        for e in seq.elements:
-            if e not in made:
-                made[e] = emit.unsqueeze(self.current(e), 0)
-        rows = [made[e] for e in seq.elements]
-        value = rows[0] if len(rows) == 1 else emit.concat(rows, 0)
-        self.stacks[key] = value
-        return value
-
     def split_written(self, st: StackedSequence, output: bool) -> bool:
         """Whether :meth:`materialize_stacked` writes ``st`` back as one ``SplitToSequence``
         (else as its rows)."""
@@ -238,14 +224,8 @@ class MaterializeMixin:
     def unstacked(
         self, st: StackedSequence, scope: Scope, anchor: ir.Node | None
     ) -> StaticSequence:
-        """A list held as ``[n, *E]`` of a known ``n`` as a static list: its rows, split and
-        squeezed."""
-        assert isinstance(st.length, int)
-        emit = self.emitter(scope, anchor)
-        if st.length == 0:
-            return StaticSequence((), st.dtype)
-        rows = emit.split(st.tensor, 0, [1] * st.length) if st.length > 1 else [st.tensor]
-        return StaticSequence(tuple(emit.squeeze(row, 0) for row in rows), st.dtype)
+        """:func:`unstacked`, built before ``anchor``."""
+        return unstacked(self.emitter(scope, anchor), st)
 
     def _as_sequence(
         self, value: ir.Value, scope: Scope, anchor: ir.Node | None, like: ir.Value
@@ -338,3 +318,13 @@ class MaterializeMixin:
                 value = self.materialize(seq, scope, None, out)
             self._take_output_slot(scope, index, out, value)
             self.applied_output("canonical-sequence-output", out, scope, f"{len(seq)} elements")
+
+
+def unstacked(emit: Emitter, st: StackedSequence) -> StaticSequence:
+    """A list held as ``[n, *E]`` of a known ``n`` as a static list: its rows, split and
+    squeezed."""
+    assert isinstance(st.length, int)
+    if st.length == 0:
+        return StaticSequence((), st.dtype)
+    rows = emit.split(st.tensor, 0, [1] * st.length) if st.length > 1 else [st.tensor]
+    return StaticSequence(tuple(emit.squeeze(row, 0) for row in rows), st.dtype)

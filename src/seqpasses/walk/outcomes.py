@@ -26,11 +26,134 @@ import onnx_ir as ir
 
 from seqpasses.core.emit import Emitter
 from seqpasses.core.graph import detach, drop_nodes_of, drop_subgraphs, rebuild, subgraphs
+from seqpasses.core.sequence import Reason, StackedSequence, StaticSequence, Unknown
 from seqpasses.walk.facts import Facts
 from seqpasses.walk.scope import Scope
 from seqpasses.walk.trial import CreatedNodes
 
-__all__ = ["BodyForm", "OutcomesMixin", "Rebuild"]
+__all__ = [
+    "BodyForm",
+    "Fold",
+    "Leave",
+    "Listed",
+    "Outcome",
+    "OutcomesMixin",
+    "Rebuild",
+    "Record",
+    "Replace",
+    "Restructure",
+    "Stacked",
+]
+
+AbstractValue = StaticSequence | StackedSequence | Unknown
+Declared = tuple[ir.TypeProtocol | None, ir.Shape | None]
+
+
+@dataclass(frozen=True)
+class Record:
+    """The rewrite an outcome applies, by its registered id, and a detail for the report.
+    ``computed``: it takes effect when what reads the node is rewritten (a list held as one
+    tensor): it counts only if the node is gone after dead-code removal."""
+
+    rule: str
+    detail: str = ""
+    computed: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    """What a transfer proposes for the node it was given; the applier
+    (:mod:`seqpasses.walk.apply`) writes it, after placing the visit's tape.
+
+    - ``values``: what a value holds (a sequence's abstract value); ``forget``: values whose
+      abstract value no longer holds;
+    - ``declare``: the type and shape of values the model has (each as given);
+    - ``canonical``: sequences the model makes that are canonical lists (what needs the list
+      as a sequence may read them);
+    - ``attributes``: attributes a node gets;
+    - ``records``: the rewrites (mostly one); ``notes``: lines for the report;
+    - ``diverged``: values whose shape departs from the spec's (as ONNX Runtime computes it);
+    - ``proven``: values whose shape seqpasses proved;
+    - ``optionals``: what an optional wraps (None: nothing).
+    """
+
+    values: Mapping[ir.Value, AbstractValue] = field(default_factory=dict)
+    forget: Sequence[ir.Value] = ()
+    declare: Mapping[ir.Value, Declared] = field(default_factory=dict)
+    canonical: Mapping[ir.Value, StaticSequence] = field(default_factory=dict)
+    attributes: Sequence[tuple[ir.Node, ir.Attr]] = ()
+    records: Sequence[Record] = ()
+    notes: Sequence[str] = ()
+    diverged: Sequence[ir.Value] = ()
+    proven: Sequence[ir.Value] = ()
+    optionals: Mapping[ir.Value, ir.Value | None] = field(default_factory=dict)
+
+    @property
+    def handled(self) -> bool:
+        """Whether the transfer handled the node (else the walker's fallback runs)."""
+        return True
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fold(Outcome):
+    """The node's results are known (``values``); the graph keeps it until nothing reads it.
+    ``canonical_inputs``: where it stays, its static list inputs are written in canonical
+    form (only if something else keeps it: see ``Edits.canonical_inputs``)."""
+
+    canonical_inputs: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Replace(Outcome):
+    """Every use of each ``old`` moves to its ``new`` (a value the tape made, or one the model
+    has); ``retire``: nodes whose subgraphs' work was inlined."""
+
+    uses: Sequence[tuple[ir.Value, ir.Value]] = ()
+    retire: Sequence[ir.Node] = ()
+
+
+@dataclass(frozen=True)
+class Listed:
+    """An old output that becomes a static list of the rebuilt node's outputs ``indices``,
+    each declared ``types[i]``."""
+
+    indices: Sequence[int]
+    types: Sequence[Declared]
+    dtype: ir.DataType | None
+
+
+@dataclass(frozen=True)
+class Stacked:
+    """An old output that becomes a list held as one tensor ``[length, *element]``: the
+    rebuilt node's output ``index``."""
+
+    index: int
+    length: int | ir.SymbolicDim
+    element: ir.Shape
+    dtype: ir.DataType | None
+    least: int = 0
+    checked: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Restructure(Outcome):
+    """A control-flow node remade (``plan``); ``held``: old outputs that become lists of the
+    new node's outputs."""
+
+    plan: Rebuild
+    held: Mapping[ir.Value, Listed | Stacked] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Leave(Outcome):
+    """The node stays as it is; ``reason``: why (None: the transfer had nothing to say, such as
+    an op of a form it does not take). What reads its sequence learns the reason."""
+
+    reason: Reason | None = None
+
+    @property
+    def handled(self) -> bool:
+        return False
 
 
 @dataclass(frozen=True)

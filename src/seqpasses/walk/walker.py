@@ -16,10 +16,12 @@ from seqpasses.core.graph import is_default, onnx_opset, subgraph_path, subgraph
 from seqpasses.core.shapes import ShapeOracle
 from seqpasses.options import FoldOptions
 from seqpasses.report import Report
+from seqpasses.walk.apply import apply, place
 from seqpasses.walk.budget import Budget
-from seqpasses.walk.context import Context, Entry, Scope, Table
+from seqpasses.walk.context import Context, Entry, Scope, Table, Transfer
 from seqpasses.walk.edits import Edits
 from seqpasses.walk.facts import Facts, Reason
+from seqpasses.walk.tape import Tape
 
 __all__ = ["Walker"]
 
@@ -105,9 +107,23 @@ class Walker:
             transfer = entry.analyze  # (what a rewrite that is not dry knows without one)
         else:
             transfer = entry.transfer if entry is not None else None
-        done = transfer(self.ctx, node, scope) if transfer is not None else False
+        done = self._run(transfer, entry, node, scope) if transfer is not None else False
         if not done:
             self.edits.fallback(node, scope)
+
+    def _run(self, transfer: Transfer, entry: Entry | None, node: ir.Node, scope: Scope) -> bool:
+        """Run ``transfer`` on ``node`` and apply what it proposes; whether it handled it."""
+        tape = Tape(self.edits)
+        outer = self.ctx.owner  # (a visit inside a transfer's own walk of copies)
+        self.ctx.owner = tape if entry is None or entry.outcome else self.edits
+        try:
+            result = transfer(self.ctx, node, scope)
+        finally:
+            self.ctx.owner = outer
+        if isinstance(result, bool):  # (a transfer that writes itself)
+            place(self.edits, tape)
+            return result
+        return apply(self.edits, result, node, scope, tape)
 
     def rewalk(self, graph: ir.Graph, scope: Scope, node: ir.Node, attr: str) -> None:
         """Walk a subgraph of ``node`` again (a decision it was walked under has changed)."""

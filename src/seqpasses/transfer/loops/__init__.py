@@ -149,7 +149,9 @@ def _appended_element(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph,
 
 
 TABLE: dict[tuple[str, str], Entry] = {
-    ("Loop", "*"): Entry(_loop, before=unroll.plan_unrolling, dry=False, analyze=_loop_shapes),
+    ("Loop", "*"): Entry(
+        _loop, before=unroll.plan_unrolling, dry=False, analyze=_loop_shapes, outcome=False
+    ),
 }
 
 RULES: dict[str, tuple[str, str]] = {
