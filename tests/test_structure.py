@@ -1,11 +1,23 @@
 """The engine's contract, checked on its source: transfers propose, ``walk/`` applies.
 
-A transfer (``src/seqpasses/transfer/``) reads the graph and builds new nodes through the
-emitter ``ctx.edits`` gives it; it never changes a graph itself. Every change of an existing
-graph (inserting or removing nodes, writing a node's or a graph's inputs, outputs or attributes,
-moving uses, rebuilding a control-flow node, taking nodes out) is made by ``walk/``, from an
-outcome the transfer hands over (``walk/outcomes.py``). The scan below finds any such call
-under ``transfer/``; ``python tests/test_structure.py`` prints them.
+A transfer (``src/seqpasses/transfer/``) reads the graph and the walk's facts, builds new
+nodes with an emitter that records onto a tape, and returns an Outcome
+(``walk/outcomes.py``); the applier (``walk/apply.py``) is the only code that writes. The
+scan below finds, by the syntax tree and whatever the names, every form of write a transfer
+could make:
+
+- a value's fields (``.type``, ``.shape``, ``.name``, ...) assigned;
+- a node's or graph's slots (``.inputs``, ``.outputs``, ``.attributes``, ...) assigned,
+  deleted or changed by a list call;
+- onnx_ir's graph and use changes (``insert_before``, ``replace_all_uses_with``, ...) and
+  seqpasses' own graph surgery (``rebuild``, ``detach``, ``inline_graph``, ...), on anything;
+- a list call whose result is unused (``append``, ``remove``, ...) on anything but a
+  container the function made itself (a graph's own ``append`` looks the same);
+- the walk's facts or edits written: a field assigned, a field's container changed, a
+  writing method of ``ctx.facts`` called, any call on ``ctx.edits`` but its reads;
+- a re-entry of the walk (any call on ``ctx.walk``).
+
+``python tests/test_structure.py`` prints what it finds.
 """
 
 from __future__ import annotations
@@ -16,21 +28,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "src" / "seqpasses"
 
-# onnx_ir's graph and node changes, and the value-list changes of a graph's inputs/outputs
+VALUE_FIELDS = {"type", "shape", "name", "const_value", "doc_string", "meta", "dtype"}
+SLOTS = {"inputs", "outputs", "attributes", "initializers", "functions", "opset_imports"}
 GRAPH_CALLS = {
     "insert_before",
     "insert_after",
-    "remove",
     "replace_all_uses_with",
     "replace_input_with",
     "register_initializer",
+    "resize_inputs",
+    "resize_outputs",
+    "sort",
 }
-LIST_CALLS = {"append", "extend", "insert", "pop", "clear", "remove"}
-SLOTS = {"inputs", "outputs", "attributes", "initializers"}
-# a graph's own append/insert/remove, on the names graphs go by here (a Python list's calls
-# look the same: the scan knows graphs by name)
-GRAPH_NAMES = {"graph", "body", "copy", "branch", "function"}
-# seqpasses' own graph surgery (core/graph.py) and an emitter built on a graph of one's own
 HELPERS = {
     "rebuild",
     "detach",
@@ -38,60 +47,224 @@ HELPERS = {
     "drop_subgraphs",
     "clear_inputs",
     "own_output",
-    "Emitter",
+    "inline_graph",
+    "hold",
 }
+LIST_CALLS = {"append", "extend", "insert", "pop", "remove", "clear"}
+GRAPH_LIST_CALLS = {"append", "extend", "insert", "remove", "clear"}
+CONTAINER_CALLS = LIST_CALLS | {
+    "add",
+    "discard",
+    "update",
+    "setdefault",
+    "popitem",
+    "difference_update",
+    "__setitem__",
+    "__delitem__",
+}
+FACTS_WRITERS = {"leave", "note", "loop_refused"}
+EDITS_READS = {"current", "next_name"}
+CONTAINER_MAKERS = {"list", "dict", "set", "sorted", "defaultdict", "Counter"}
 
 
-def _slot(node: ast.expr) -> bool:
-    """Whether ``node`` is ``<something>.inputs`` (or outputs, attributes, initializers)."""
-    return isinstance(node, ast.Attribute) and node.attr in SLOTS
+def _chain(node: ast.expr) -> list[str]:
+    """``a.b.c`` as ``["a", "b", "c"]`` (empty when it does not start with a name)."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return [node.id, *reversed(parts)] if isinstance(node, ast.Name) else []
 
 
-def _changes_graph(func: ast.expr) -> bool:
-    """Whether a call of ``func`` is one of the graph changes above."""
+def _makes_container(value: ast.expr | None) -> bool:
+    if isinstance(value, ast.List | ast.Dict | ast.Set | ast.ListComp | ast.DictComp):
+        return True
+    if isinstance(value, ast.SetComp):
+        return True
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+        return value.func.id in CONTAINER_MAKERS
+    return False
+
+
+def _own_containers(function: ast.AST) -> set[str]:
+    """The names a function binds to containers it makes itself (``x = []``, ``x: list[...] =
+    ...``, ``x = list(...)``)."""
+    names: set[str] = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                pairs = [(target, node.value)]
+                if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
+                    pairs = list(zip(target.elts, node.value.elts, strict=False))
+                names.update(
+                    t.id for t, v in pairs if isinstance(t, ast.Name) and _makes_container(v)
+                )
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            annotation = ast.unparse(node.annotation)
+            if _makes_container(node.value) or annotation.split("[")[0] in (
+                "list",
+                "dict",
+                "set",
+            ):
+                names.add(node.target.id)
+    return names
+
+
+def _written_target(target: ast.expr) -> str | None:
+    """What kind of write assigning to ``target`` is (None: a local name, no write)."""
+    if isinstance(target, ast.Attribute):
+        chain = _chain(target)
+        if chain[:2] in (["ctx", "facts"], ["ctx", "edits"]):
+            return "facts/edits field"
+        if target.attr in VALUE_FIELDS:
+            return "value field"
+        if target.attr in SLOTS:
+            return "slot"
+        return "attribute"
+    if isinstance(target, ast.Subscript):
+        base = target.value
+        if isinstance(base, ast.Attribute) and base.attr in SLOTS:
+            return "slot"
+        if _chain(base)[:2] in (["ctx", "facts"], ["ctx", "edits"]):
+            return "facts/edits field"
+        return None
+    if isinstance(target, ast.Tuple | ast.List):
+        kinds = [_written_target(e) for e in target.elts]
+        return next((k for k in kinds if k is not None), None)
+    return None
+
+
+def _written_call(call: ast.Call, own: set[str], statement: bool) -> str | None:
+    """What kind of write ``call`` is (None: none); ``statement``: its result is not used (a
+    graph's own append, extend, insert or remove returns nothing)."""
+    func = call.func
     if isinstance(func, ast.Name):
-        return func.id in HELPERS
+        return "graph surgery" if func.id in HELPERS else None
     if not isinstance(func, ast.Attribute):
-        return False
+        return None
+    chain = _chain(func)
+    if chain[:2] == ["ctx", "walk"]:
+        return "walk re-entry"
+    if chain[:2] == ["ctx", "edits"]:
+        return None if len(chain) == 3 and chain[2] in EDITS_READS else "edits call"
+    if chain[:2] == ["ctx", "facts"] and (
+        (len(chain) == 3 and chain[2] in FACTS_WRITERS)
+        or (len(chain) >= 4 and func.attr in CONTAINER_CALLS)
+    ):
+        return "facts write"
     if func.attr in GRAPH_CALLS:
-        # (a Python list's own remove is not a graph's)
-        plain = isinstance(func.value, ast.Name) and func.value.id not in GRAPH_NAMES
-        return not (func.attr == "remove" and plain)
-    if func.attr in LIST_CALLS:
-        return (
-            _slot(func.value)
-            or (isinstance(func.value, ast.Name) and func.value.id in GRAPH_NAMES)
-            or (isinstance(func.value, ast.Attribute) and func.value.attr == "graph")
-        )
-    return func.attr in HELPERS
+        return "graph call"
+    if func.attr in HELPERS:
+        return "graph surgery"
+    receiver = func.value
+    if func.attr in LIST_CALLS | {"add", "discard", "update"}:
+        if isinstance(receiver, ast.Attribute) and receiver.attr in SLOTS:
+            return "slot"
+        if isinstance(receiver, ast.Name) and receiver.id in own:
+            return None
+        if func.attr in GRAPH_LIST_CALLS and statement:
+            return "list call on what the function did not make"
+    return None
 
 
-def mutations(path: Path, root: Path = ROOT.parent) -> list[str]:
-    """Every graph-changing call or write in the file at ``path``, as ``file:line: text``."""
+def writes(path: Path, root: Path = ROOT.parent) -> list[str]:
+    """Every write in the file at ``path``, as ``file:line: [kind] text``."""
     source = path.read_text()
     tree = ast.parse(source)
     lines = source.splitlines()
-    found: list[int] = []
+    found: dict[int, str] = {}
+    scopes: list[ast.AST] = [
+        n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.Lambda)
+    ] or [tree]
+    owners: dict[int, set[str]] = {}
+    for scope in scopes:
+        own = _own_containers(scope)
+        for inner in ast.walk(scope):
+            owners.setdefault(id(inner), set()).update(own)
+    statements = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            if _changes_graph(node.func):
-                found.append(node.lineno)
-        elif isinstance(node, ast.Assign | ast.AugAssign | ast.Delete):
+        kind: str | None = None
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
             targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
-            for target in targets:
-                if isinstance(target, ast.Subscript) and _slot(target.value):
-                    found.append(node.lineno)
+            kind = next((k for t in targets if (k := _written_target(t)) is not None), None)
+        elif isinstance(node, ast.Call):
+            kind = _written_call(node, owners.get(id(node), set()), id(node) in statements)
+        if kind is not None and node.lineno not in found:
+            found[node.lineno] = kind
     rel = path.relative_to(root)
-    return [f"{rel}:{n}: {lines[n - 1].strip()}" for n in sorted(set(found))]
+    return [f"{rel}:{n}: [{k}] {lines[n - 1].strip()}" for n, k in sorted(found.items())]
 
 
-def transfer_mutations() -> list[str]:
-    return [hit for path in sorted((ROOT / "transfer").rglob("*.py")) for hit in mutations(path)]
+def transfer_writes() -> list[str]:
+    return [hit for path in sorted((ROOT / "transfer").rglob("*.py")) for hit in writes(path)]
 
 
-def test_transfers_change_no_graph() -> None:
-    """No graph mutation under ``transfer/``: outcomes go to ``walk/``, which applies them."""
-    assert transfer_mutations() == []
+def test_transfers_write_nothing() -> None:
+    """No write under ``transfer/``: outcomes go to ``walk/apply.py``, which writes them."""
+    assert transfer_writes() == []
+
+
+def test_the_scan_finds_every_form(tmp_path: Path) -> None:
+    """The scan itself: each form of write it must see, whatever the names, and plain
+    containers a function made itself, which it must not."""
+    caught = [
+        "out.type = t",
+        "whatever.shape = s",
+        "v.name = 'x'",
+        "thing.inputs[2] = x",
+        "thing.outputs[1:1] = more",
+        "del thing.inputs[0]",
+        "thing.attributes['k'] = v",
+        "thing.outputs.append(v)",
+        "g.insert_before(a, b)",
+        "old.replace_all_uses_with(new)",
+        "g.register_initializer(v)",
+        "rebuild(node, [], {}, 1)",
+        "detach(nodes)",
+        "inline_graph(walk, edits, scope, node, body, {})",
+        "copy.append(read)",
+        "node.graph.remove(node)",
+        "param.append(x)",
+        "param.extend(more)",
+        "ctx.facts.values[v] = seq",
+        "ctx.facts.values.pop(v, None)",
+        "ctx.facts.proven.add(v)",
+        "ctx.facts.unrolling.discard(node)",
+        "ctx.facts.leave(node, why)",
+        "ctx.facts.loop_refused(node, 'scan', why)",
+        "ctx.edits.diverged.extend(values)",
+        "ctx.edits.replace(old, new, scope)",
+        "ctx.edits.rollback(mark)",
+        "ctx.edits.checkpoint()",
+        "ctx.edits.shape_body(copy, form)",
+        "ctx.edits.note('text')",
+        "ctx.edits.unloadable = []",
+        "ctx.walk.rewalk(body, scope, node, 'body')",
+        "ctx.walk.visit(node, scope)",
+    ]
+    plain = [
+        "found = []",
+        "found.append(x)",
+        "work: list[int] = []",
+        "work.pop()",
+        "x = other.pop()",
+        "y = seq.insert(0, t)",
+        "a, b = [], set()",
+        "a.append(x)",
+        "b.add(x)",
+        "seen = set()",
+        "seen.add(x)",
+        "ctx.edits.current(v)",
+        "ctx.edits.next_name('a', 'Loop')",
+        "x = ctx.facts.values.get(v)",
+        "local = 3",
+    ]
+    body = "\n".join(f"    {line}" for line in caught + plain)
+    target = tmp_path / "transfer" / "sample.py"
+    target.parent.mkdir()
+    target.write_text(f"def probe(ctx, param, thing, g, old, node, copy):\n{body}\n")
+    hits = [h.split("] ", 1)[1] for h in writes(target, tmp_path)]
+    assert hits == caught
 
 
 RECORDERS = {"applied", "computed", "applied_output", "Rewrite", "Record"}
@@ -124,31 +297,7 @@ def test_every_recorded_rewrite_is_registered() -> None:
     assert {k: v for k, v in ids.items() if k not in RULES} == {}
 
 
-def test_the_scan_finds_mutations(tmp_path: Path) -> None:
-    """The scan itself: each form of change it must see, in a file of its own."""
-    text = "\n".join(
-        [
-            "body.insert_before(a, b)",
-            "body.outputs.pop(1)",
-            "body.inputs[2] = x",
-            "node.attributes['k'] = v",
-            "rebuild(node, [], {}, 1)",
-            "old.replace_all_uses_with(new)",
-            "copy.append(read)",
-            "body.remove(node)",
-            "node.graph.insert_before(node, loop)",
-            "found.append(x)",  # a plain list: not a graph
-            "work.remove(x)",  # a plain list: not a graph
-        ]
-    )
-    target = tmp_path / "transfer" / "sample.py"
-    target.parent.mkdir()
-    target.write_text(text)
-    hits = [h.split(": ", 1)[1] for h in mutations(target, tmp_path)]
-    assert hits == text.splitlines()[:9]
-
-
 if __name__ == "__main__":
-    hits = transfer_mutations()
+    hits = transfer_writes()
     print("\n".join(hits))
-    print(f"{len(hits)} graph-mutation call sites under transfer/", file=sys.stderr)
+    print(f"{len(hits)} writes under transfer/", file=sys.stderr)

@@ -21,7 +21,13 @@ class BadInputError(SeqpassesError):
 
 
 class SelfCheckError(SeqpassesError, RuntimeError):
-    """seqpasses made a model it must not hand over (a bug in seqpasses: please report it)."""
+    """seqpasses made a model it must not hand over (a bug in seqpasses: please report it).
+    ``kind``: what is wrong with it, ``"more-sequence-ops"`` (it holds more sequence ops than
+    the input) or ``"invalid"`` (onnx's checker rejects it where it took the input)."""
+
+    def __init__(self, message: str, kind: str = "invalid") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class InputWarning(UserWarning):

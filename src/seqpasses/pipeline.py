@@ -335,7 +335,7 @@ def optimize_loaded(
     try:
         return _optimize_loaded(loaded, options, report, self_check_result)
     except SelfCheckError as error:
-        if "more sequence ops" not in str(error) or not options.fold().enabled(Group.STACKED):
+        if error.kind != "more-sequence-ops" or not options.fold().enabled(Group.STACKED):
             raise
     again = Loaded(loaded.proto, loaded.fresh(), loaded.name, loaded.folder, file=loaded.file)
     retry = Report(warnings=list(report.warnings))

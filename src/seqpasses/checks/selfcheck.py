@@ -50,7 +50,8 @@ def self_check(
     if sequence_ops_after > sequence_ops_before:
         raise SelfCheckError(
             f"the optimized model has more sequence ops than the input "
-            f"({sequence_ops_before} -> {sequence_ops_after})"
+            f"({sequence_ops_before} -> {sequence_ops_after})",
+            kind="more-sequence-ops",
         )
     if why is None:
         why = passes_checker(after)

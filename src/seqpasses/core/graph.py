@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_DOMAINS",
     "GRAPH_HOLDERS",
     "all_nodes",
+    "clear_declared_shapes",
     "clear_inputs",
     "detach",
     "drop_nodes_of",
@@ -340,3 +341,11 @@ def functions_holding(
                 found.add(fid)
                 grew = True
     return found
+
+
+def clear_declared_shapes(graph: ir.Graph) -> None:
+    """Forget the shapes declared for what ``graph``'s nodes (at any depth) make: an
+    exporter's guesses in a copy about to be re-proven."""
+    for node in graph_nodes(graph):
+        for out in node.outputs:
+            out.shape = None

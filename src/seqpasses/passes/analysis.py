@@ -14,7 +14,7 @@ from seqpasses.options import FoldOptions
 from seqpasses.passes.walk import main_opset
 from seqpasses.report import Report
 from seqpasses.transfer.loops.appends import append_pattern
-from seqpasses.transfer.loops.induction import appended_shape, infer_scan_shapes
+from seqpasses.transfer.loops.induction import appended_shape, scan_shapes
 from seqpasses.transfer.table import DRY_TABLE
 from seqpasses.walk.scope import Scope
 from seqpasses.walk.walker import Walker
@@ -60,9 +60,11 @@ def _loop_shapes(walker: Walker, model: ir.Model, opset: int) -> None:
         if len(graph.inputs) != len(node.inputs) or len(graph.outputs) < len(node.inputs) - 1:
             continue
         try:
-            infer_scan_shapes(ctx, scope, node, graph)
+            declared = scan_shapes(ctx, scope, node, graph)
         except Exception:
             continue  # (what induction cannot follow stays unknown)
+        for value, (type_, shape) in declared.items():
+            value.type, value.shape = type_, shape
         for j, initial in enumerate(node.inputs[2:]):
             out = node.outputs[j] if j < len(node.outputs) else None
             seq = ctx.facts.static(initial)

@@ -15,6 +15,8 @@ copies a graph with its nested subgraphs (onnx_ir's ``Graph.clone``) and walks t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import onnx_ir as ir
 
@@ -29,18 +31,22 @@ from seqpasses.transfer.stacked import stacked_of
 from seqpasses.walk.budget import cost_of
 from seqpasses.walk.context import Context, Entry, Scope
 from seqpasses.walk.facts import Reason
-from seqpasses.walk.inline import inline_graph
 from seqpasses.walk.outcomes import (
+    AbstractValue,
     BodyForm,
     Fold,
+    Inline,
     Leave,
     Listed,
+    Made,
     Outcome,
+    Proposal,
     Rebuild,
     Record,
     Replace,
     Restructure,
     Stacked,
+    Trial,
 )
 
 __all__ = ["RULES", "TABLE"]
@@ -223,17 +229,21 @@ def _if(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
     over = ctx.budget.spend(*cost_of(branch), f"inlining the {taken}")
     if over is not None:
         return Leave(reason=over)
-    # (the copies go in and are walked now: the walk of a copy applies its own outcomes)
-    _, outputs = inline_graph(ctx, scope, node, branch, {})
-    why = _outputs_can_move(ctx, node, scope, outputs)
-    if why is not None:
-        return Leave(reason=why)
-    return Replace(
-        forget=list(node.outputs),
-        uses=list(zip(node.outputs, outputs, strict=True)),
-        retire=[node],
-        records=[Record("if-constant-condition", f"inlined {taken}")],
-    )
+
+    def inlined(made: Made) -> Proposal:
+        outputs = made.copies[0]
+        why = _outputs_can_move(ctx, node, scope, outputs)
+        if why is not None:
+            return Leave(reason=why)
+        return Replace(
+            forget=list(node.outputs),
+            uses=list(zip(node.outputs, outputs, strict=True)),
+            retire=[node],
+            records=[Record("if-constant-condition", f"inlined {taken}")],
+        )
+
+    # (the copy goes in and is walked at once: what it computes folds like straight-line code)
+    return Outcome(inline=Inline(branch, 1, lambda i, previous: {}), then=inlined)
 
 
 def _is_sequence(ctx: Context, value: ir.Value) -> bool:
@@ -243,15 +253,14 @@ def _is_sequence(ctx: Context, value: ir.Value) -> bool:
     )
 
 
-def _sequence_map(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+def _sequence_map(ctx: Context, node: ir.Node, scope: Scope) -> Proposal:
     body_attr = node.attributes.get("body")
     if body_attr is None or body_attr.type != ir.AttributeType.GRAPH:
-        return False
+        return Leave()
     body = body_attr.as_graph()
     inputs = list(node.inputs)
-    leave = ctx.facts.leave
     if any(v is None for v in inputs) or len(inputs) != len(body.inputs):
-        return leave(node, Reason("invalid", "SequenceMap inputs do not match its body"))
+        return Leave(reason=Reason("invalid", "SequenceMap inputs do not match its body"))
     sequences: dict[int, StaticSequence] = {}
     kinds = [i for i, v in enumerate(inputs) if v is not None and (i == 0 or _is_sequence(ctx, v))]
     for index, value in enumerate(inputs):
@@ -262,52 +271,51 @@ def _sequence_map(ctx: Context, node: ir.Node, scope: Scope) -> bool:
             # a sequence would be mapped element by element, a tensor passed whole: which
             # one it is must be known before the body is bound to it
             reason = f"input {index}: not known to be a tensor or a sequence"
-            return leave(node, Reason("unknown-shape", reason))
+            return Leave(reason=Reason("unknown-shape", reason))
     for index, value in enumerate(inputs):
         assert value is not None
         if index in kinds:
             seq = ctx.facts.static(value)
             if seq is None:  # a list of run-time length: a Loop over it, if it is one tensor
-                why = stacked_map.map_stacked(ctx, node, scope, body, kinds)
-                return why is None or leave(node, why)
+                return stacked_map.map_stacked(ctx, node, scope, body, kinds)
             sequences[index] = seq
     lengths = {len(s) for s in sequences.values()}
     if len(lengths) != 1:
         reason = f"sequence inputs have different lengths {sorted(lengths)}: fails at run time"
-        return leave(node, Reason("run-time-failure", reason))
+        return Leave(reason=Reason("run-time-failure", reason))
     length = lengths.pop()
     nodes, size = cost_of(body)
     over = ctx.budget.spend(length * nodes, length * size, f"{length} copies of the body")
     if over is not None:
-        return leave(node, over)
-    mark = ctx.edits.checkpoint()
-    results: list[list[ir.Value]] = [[] for _ in node.outputs]
-    for i in range(length):
-        bound = {
+        return Leave(reason=over)
+
+    def bind(i: int, previous: Sequence[ir.Value]) -> dict[ir.Value, ir.Value]:
+        return {
             body.inputs[j]: (sequences[j].elements[i] if j in sequences else value)
             for j, value in enumerate(inputs)
             if value is not None
         }
-        _, outputs = inline_graph(ctx, scope, node, body, bound)
-        for k, out in enumerate(outputs):
-            results[k].append(out)
-    left = ctx.edits.left_since(mark, [v for values in results for v in values])
-    if left:  # one copy per element would only multiply what stays
-        cause = next((n for n in left if n in ctx.facts.reasons), left[0])
-        because = ctx.facts.reasons.get(cause)
-        ctx.edits.rollback(mark)
-        return leave(
-            node,
-            Reason(
+
+    def inlined(made: Made) -> Proposal | Reason:
+        results = [[copy[k] for copy in made.copies] for k in range(len(node.outputs))]
+        left = made.left([v for values in results for v in values])
+        if left:  # one copy per element would only multiply what stays
+            cause = next((n for n in left if n in ctx.facts.reasons), left[0])
+            because = ctx.facts.reasons.get(cause)
+            return Reason(
                 "copies",
                 f"inlining would leave {len(left)} sequence op(s) in the copies "
                 f"({cause.op_type}: {because or 'needed as a sequence'})",
-            ),
-        )
-    for k, out in enumerate(node.outputs):
-        dtype = out.type.dtype if out.type is not None else body.outputs[k].dtype
-        ctx.facts.values[out] = StaticSequence(tuple(results[k]), dtype)
-    return ctx.edits.applied("sequence-map-inline", node, f"{length} copies of the body")
+            )
+        values: dict[ir.Value, AbstractValue] = {}
+        for k, out in enumerate(node.outputs):
+            dtype = out.type.dtype if out.type is not None else body.outputs[k].dtype
+            values[out] = StaticSequence(tuple(results[k]), dtype)
+        record = Record("sequence-map-inline", f"{length} copies of the body")
+        return Fold(values=values, records=[record])
+
+    attempt = Outcome(inline=Inline(body, length, bind), then=inlined)
+    return Trial(attempt=attempt, otherwise=lambda why: Leave(reason=why))
 
 
 def _optional(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
@@ -361,7 +369,7 @@ def _optional_has_element(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
 
 TABLE: dict[tuple[str, str], Entry] = {
     ("If", "*"): Entry(_if, group=Group.IF_INLINE, dry=False),
-    ("SequenceMap", "*"): Entry(_sequence_map, group=Group.SEQUENCE_MAP, dry=False, outcome=False),
+    ("SequenceMap", "*"): Entry(_sequence_map, group=Group.SEQUENCE_MAP, dry=False),
     ("Optional", "*"): Entry(_optional, group=Group.OPTIONAL),
     ("OptionalGetElement", "*"): Entry(_optional_get_element, group=Group.OPTIONAL),
     ("OptionalHasElement", "*"): Entry(_optional_has_element, group=Group.OPTIONAL),

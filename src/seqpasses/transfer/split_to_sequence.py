@@ -171,7 +171,8 @@ def _split_to_sequence(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
     if written is not None:
         return written
     # (the outcome, whatever it is, gives the node keepdims=1 under --strict-spec)
-    keepdims, records = _spec_keepdims(ctx, node)
+    keepdims, spec = _spec_keepdims(ctx, node)
+    records = list(spec)
     data = node.inputs[0]
     shape = scope.shapes.shape(data) if data is not None else None
     if data is None or shape is None:

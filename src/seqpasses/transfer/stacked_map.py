@@ -25,57 +25,72 @@ from seqpasses.transfer.common import stable
 from seqpasses.transfer.stacked import stacked_of
 from seqpasses.walk.budget import cost_of
 from seqpasses.walk.context import Context, Scope
-from seqpasses.walk.outcomes import BodyForm
+from seqpasses.walk.outcomes import (
+    AbstractValue,
+    BodyForm,
+    Declared,
+    Fold,
+    Leave,
+    Made,
+    Outcome,
+    Proposal,
+    Record,
+    Trial,
+)
 
 __all__ = ["RULES", "map_stacked"]
 
 
+def _fail(reason: Reason) -> Proposal:
+    """Leave the map with ``reason``; what was built to try goes."""
+    return Trial(attempt=Outcome(then=lambda _: reason), otherwise=lambda why: Leave(reason=why))
+
+
 def map_stacked(
     ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph, sequences: list[int]
-) -> Reason | None:
+) -> Proposal:
     """Rewrite ``node`` (its inputs ``sequences`` are the sequence ones) as a Loop over the
-    lists held as one tensor; the reason when it cannot be done (nothing changed then)."""
+    lists held as one tensor: a trial on a copy of the body; when it cannot be done, the node
+    is left with the reason (nothing changed then)."""
     if not ctx.options.enabled(Group.STACKED):
-        return Reason("run-time-value", "lists of run-time length are not held as one tensor")
-    mark = ctx.edits.checkpoint()
+        return Leave(
+            reason=Reason("run-time-value", "lists of run-time length are not held as one tensor")
+        )
     held: dict[int, StackedSequence] = {}
     for j in sequences:
         st = stacked_of(ctx, node.inputs[j], scope, node)
         if isinstance(st, Reason):
-            ctx.edits.rollback(mark)
-            return Reason(st.kind, f"input {j}: {st}")
+            return _fail(Reason(st.kind, f"input {j}: {st}"))
         held[j] = st
     first = held[sequences[0]]
     if any(not same_dim(st.length, first.length) for st in held.values()):
-        ctx.edits.rollback(mark)
         text = "sequence inputs of lengths not provably equal (the map fails when they differ)"
-        return Reason("unknown-shape", text)
+        return _fail(Reason("unknown-shape", text))
     over = ctx.budget.spend(*cost_of(body), "a Loop over the list")
     if over is not None:
-        ctx.edits.rollback(mark)
-        return over
+        return _fail(over)
     copy = body.clone(allow_outer_scope_values=True)
-    ctx.edits.record_clone(copy, body)
-    count = ir.Value(name=f"{node.name or 'map'}_i", type=ir.TensorType(ir.DataType.INT64))
-    count.shape = ir.Shape([])
-    go = ir.Value(name=f"{node.name or 'map'}_cond", type=ir.TensorType(ir.DataType.BOOL))
-    go.shape = ir.Shape([])
+    int64, boolean = ir.TensorType(ir.DataType.INT64), ir.TensorType(ir.DataType.BOOL)
+    count = ir.Value(name=f"{node.name or 'map'}_i", type=int64, shape=ir.Shape([]))
+    go = ir.Value(name=f"{node.name or 'map'}_cond", type=boolean, shape=ir.Shape([]))
     # the copy's inputs (one per element) become the iteration count and condition; each
     # list's element is read at the start as row i of its tensor
     start = next(iter(copy), None)
-    reads = ctx.edits.body_emitter(copy, start, scope.opset)
+    reads = ctx.body_emitter(copy, start, scope.opset)
     moved: dict[ir.Value, ir.Value] = {}
     for j, old in enumerate(copy.inputs):
         value = node.inputs[j]
         assert value is not None
         if j in held:
-            value = reads.op("Gather", [held[j].tensor, count], axis=0)
-            value.type, value.shape = held[j].tensor.type, held[j].element
+            tensor = held[j].tensor
+            value = reads.op(
+                "Gather", [tensor, count], type=tensor.type, shape=held[j].element, axis=0
+            )
         moved[old] = value
-    keep = ctx.edits.body_emitter(copy, None, scope.opset).identity(go)
-    outputs = [keep, *(moved.get(out, out) for out in copy.outputs)]
-    ctx.edits.shape_body(copy, BodyForm(inputs=[count, go], outputs=outputs, moved=moved))
-    emit = ctx.edits.emitter(scope, node)
+    keep = ctx.body_emitter(copy, None, scope.opset).identity(go)
+    copy_outputs = [keep, *(moved.get(out, out) for out in copy.outputs)]
+    form = BodyForm(inputs=[count, go], outputs=copy_outputs, moved=moved)
+    emit = ctx.emitter(scope, node)
     trips = rows.length_of(emit, first)
     always = emit.true()  # (an absent last input would vanish when saved)
     loop = ir.Node(
@@ -86,30 +101,41 @@ def map_stacked(
         num_outputs=len(node.outputs),
         name=ctx.edits.next_name(node.name or "SequenceMap", "Loop"),
     )
-    ctx.edits.add_node(loop, node)
     unloadable = len(ctx.edits.unloadable)
-    ctx.walk.rewalk(copy, scope, loop, "body")
-    inner = scope.inner(copy, subgraph_path(scope.path, loop, "body"))
-    why = _why_not(ctx, inner, copy, len(node.outputs), first)
-    if why is None and len(ctx.edits.unloadable) > unloadable:
-        text = "the body would write a list back by a SplitToSequence ONNX Runtime lacks"
-        why = Reason("unknown-sequence", text)
-    if why is not None:
-        ctx.edits.discard(copy)
-        ctx.edits.rollback(mark)
-        return why
-    for k, old in enumerate(node.outputs):
-        out, element = loop.outputs[k], inner.shapes.shape(copy.outputs[1 + k])
-        assert element is not None
-        copy.outputs[1 + k].shape = element  # declared: a zero-iteration scan output's shape
-        out.type, out.shape = copy.outputs[1 + k].type, ir.Shape([first.length, *element])
-        dtype = out.type.dtype if out.type is not None else None
-        ctx.facts.values[old] = StackedSequence(
-            out, first.length, element, dtype, first.least, first.checked, first.guard
-        )  # (its trip count is read off a checked tensor: so is its length)
-    n = len(node.outputs)
-    ctx.edits.applied("sequence-map-loop", node, f"a Loop over n with {n} scan output(s)")
-    return None
+
+    def walked(made: Made) -> Proposal | Reason:
+        inner = scope.inner(copy, subgraph_path(scope.path, loop, "body"))
+        why = _why_not(ctx, inner, copy, len(node.outputs), first)
+        if why is None and len(ctx.edits.unloadable) > unloadable:
+            text = "the body would write a list back by a SplitToSequence ONNX Runtime lacks"
+            why = Reason("unknown-sequence", text)
+        if why is not None:
+            return why
+        declare: dict[ir.Value, Declared] = {}
+        values: dict[ir.Value, AbstractValue] = {}
+        for k, old in enumerate(node.outputs):
+            out, element = loop.outputs[k], inner.shapes.shape(copy.outputs[1 + k])
+            assert element is not None
+            made_type = copy.outputs[1 + k].type
+            # declared: a zero-iteration scan output's shape
+            declare[copy.outputs[1 + k]] = (made_type, element)
+            declare[out] = (made_type, ir.Shape([first.length, *element]))
+            dtype = made_type.dtype if made_type is not None else None
+            values[old] = StackedSequence(
+                out, first.length, element, dtype, first.least, first.checked, first.guard
+            )  # (its trip count is read off a checked tensor: so is its length)
+        n = len(node.outputs)
+        record = Record("sequence-map-loop", f"a Loop over n with {n} scan output(s)")
+        return Fold(declare=declare, values=values, records=[record])
+
+    attempt = Outcome(
+        clones=[(copy, body)],
+        bodies=[(copy, form)],
+        add=[(loop, node)],
+        walk=[(copy, loop, "body")],
+        then=walked,
+    )
+    return Trial(attempt=attempt, otherwise=lambda why: Leave(reason=why), drop=[copy])
 
 
 def _why_not(

@@ -1,31 +1,66 @@
 """The applier: the one place where what a transfer proposes is written.
 
-A transfer returns an :class:`~seqpasses.walk.outcomes.Outcome` and has changed nothing: the
-nodes it built are on the visit's :class:`~seqpasses.walk.tape.Tape`. :func:`apply` places the
-tape, then writes the outcome, always in this order: the tape's nodes (and its run-time
-checks), a rebuilt control-flow node, what values hold, declared types, moved uses, retired
-subgraphs, attributes, and the records. In a dry walk (analysis) the same outcome is applied
-by the same code, and :class:`~seqpasses.walk.edits.Edits` records instead of writing: the
-tape is not placed, uses do not move (the old value learns the new one's type instead), no
-attribute changes.
+A transfer returns a :data:`~seqpasses.walk.outcomes.Proposal` and has changed nothing: the
+nodes it built are on the visit's :class:`~seqpasses.walk.tape.Tape`. :class:`Applier` places
+the tape, then writes the outcome, always in this order: clones, the tape's nodes (and its
+run-time checks), declared types, the forms of bodies being built, nodes built whole,
+inlined copies (walked at once), a rebuilt control-flow node, what values hold, moved uses,
+nodes taken out or retired, attributes, subgraphs walked again, what the report learns,
+bodies swept or emptied, and last the records. Then the outcome's ``then`` step, if any, is
+asked for what comes next, with what was made (a rebuilt node, the copies' outputs).
+
+A :class:`~seqpasses.walk.outcomes.Trial` is written under a checkpoint: when a step of it
+gives a reason instead of an outcome, everything it made is removed and what was recorded of
+it forgotten (``walk/trial.py``), and its ``otherwise`` is written in its place.
+
+In a dry walk (analysis) the same outcomes are written by the same code, and
+:class:`~seqpasses.walk.edits.Edits` records instead of writing: the tape is not placed, uses
+do not move (the old value learns the new one's type instead), no attribute changes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
+
 import onnx_ir as ir
 
-from seqpasses.core.sequence import StackedSequence, StaticSequence
+from seqpasses.core.sequence import Reason, StackedSequence, StaticSequence
 from seqpasses.walk.edits import Edits
-from seqpasses.walk.outcomes import Fold, Leave, Listed, Outcome, Replace, Restructure
+from seqpasses.walk.inline import inline_graph
+from seqpasses.walk.outcomes import (
+    Fold,
+    Leave,
+    Listed,
+    Made,
+    Outcome,
+    Proposal,
+    Restructure,
+    Trial,
+)
 from seqpasses.walk.scope import Scope
 from seqpasses.walk.tape import Tape
+from seqpasses.walk.trial import Checkpoint
 
-__all__ = ["apply", "place"]
+if TYPE_CHECKING:
+    from seqpasses.walk.context import Context
+
+__all__ = ["Applier", "place"]
+
+T = TypeVar("T")
+
+
+class _Failed(Exception):
+    """A step of a trial gave a reason instead of an outcome."""
+
+    def __init__(self, reason: Reason) -> None:
+        super().__init__(str(reason))
+        self.reason = reason
 
 
 def place(edits: Edits, tape: Tape) -> None:
     """Put the tape's nodes into their graphs, in the order they were recorded (in a dry walk,
-    nowhere), and keep its checks."""
+    nowhere), and keep its checks and notes."""
     if not edits.dry:
         for graph, anchor, node in tape.entries:
             if anchor is None:
@@ -43,56 +78,172 @@ def place(edits: Edits, tape: Tape) -> None:
     tape.diverged.clear()
 
 
-def apply(edits: Edits, outcome: Outcome, node: ir.Node, scope: Scope, tape: Tape) -> bool:
-    """Write ``outcome``, proposed for ``node`` in ``scope``; whether the node was handled
-    (else the walker's fallback gives it its sequence inputs in canonical form)."""
-    facts = edits.facts
-    place(edits, tape)
-    if isinstance(outcome, Restructure):
-        _restructure(edits, outcome, scope)
-    for value in outcome.forget:
-        facts.values.pop(value, None)
-    facts.values.update(outcome.values)
-    facts.optionals.update(outcome.optionals)
-    for value, (type_, shape) in outcome.declare.items():
-        value.type, value.shape = type_, shape
-    for value, seq in outcome.canonical.items():
-        edits.known_canonical(value, seq, scope)
-    if isinstance(outcome, Fold) and outcome.canonical_inputs:
-        edits.canonical_inputs(node, scope, speculative=True)
-    if isinstance(outcome, Replace):
-        for old, new in outcome.uses:
-            edits.replace(old, new, scope)
+class Applier:
+    """Writes proposals for one walk, through its ``edits``; ``ctx`` gives the facts and the
+    walker (to walk copies and bodies)."""
+
+    def __init__(self, ctx: Context, edits: Edits) -> None:
+        self.ctx = ctx
+        self.edits = edits
+        self.facts = ctx.facts
+
+    def apply(
+        self, proposal: Proposal, node: ir.Node, scope: Scope, tape: Tape, mark: Checkpoint
+    ) -> bool:
+        """Write ``proposal``, made for ``node`` in ``scope`` after ``mark`` (where the records
+        stood before the transfer ran); whether the node was handled (else the walker's
+        fallback gives it its sequence inputs in canonical form)."""
+        return self._proposal(proposal, node, scope, tape, mark, inside=False)
+
+    def _proposal(
+        self,
+        proposal: Proposal,
+        node: ir.Node,
+        scope: Scope,
+        tape: Tape,
+        mark: Checkpoint,
+        inside: bool,
+    ) -> bool:
+        if not isinstance(proposal, Trial):
+            return self._chain(proposal, node, scope, tape, mark, inside)
+        edits = self.edits
+        try:
+            return self._chain(proposal.attempt, node, scope, tape, mark, inside=True)
+        except _Failed as failed:
+            reason = failed.reason
+        for graph in proposal.drop:
+            edits.discard(graph)
+        edits.rollback(mark)
+        fresh, again = Tape(edits), edits.checkpoint()
+        following = self._step(proposal.otherwise, reason, fresh)
+        assert not isinstance(following, Reason)
+        return self._proposal(following, node, scope, fresh, again, inside)
+
+    def _step(
+        self, make: Callable[[T], Proposal | Reason], given: T, tape: Tape
+    ) -> Proposal | Reason:
+        """Ask a transfer's step for what comes next (``make(given)``), its emitters recording
+        onto ``tape``."""
+        ctx = self.ctx
+        outer = ctx.owner
+        ctx.owner = tape
+        try:
+            return make(given)
+        finally:
+            ctx.owner = outer
+
+    def _chain(
+        self,
+        outcome: Outcome,
+        node: ir.Node,
+        scope: Scope,
+        tape: Tape,
+        mark: Checkpoint,
+        inside: bool,
+    ) -> bool:
+        """Write ``outcome`` and the steps that follow it; whether the last one handled the
+        node. In a trial (``inside``, since ``mark``) a step may give a reason: the trial
+        fails."""
+        while True:
+            made = self._write(outcome, node, scope, tape, mark)
+            then = outcome.then
+            if then is None:
+                return outcome.handled
+            tape, again = Tape(self.edits), self.edits.checkpoint()
+            following = self._step(then, made, tape)
+            if isinstance(following, Reason):
+                assert inside, f"a step outside a trial failed: {following}"
+                raise _Failed(following)
+            if isinstance(following, Trial):
+                return self._proposal(following, node, scope, tape, again, inside)
+            outcome = following
+
+    def _write(
+        self, outcome: Outcome, node: ir.Node, scope: Scope, tape: Tape, mark: Checkpoint
+    ) -> Made:
+        edits, facts = self.edits, self.facts
+        made = Made()
+        made.left = lambda roots: edits.left_since(mark, roots)
+        for copy, graph in outcome.clones:  # (before the tape adds to a copy)
+            edits.record_clone(copy, graph)
+        place(edits, tape)
+        for value, (type_, shape) in outcome.declare.items():
+            value.type, value.shape = type_, shape
+        for graph, form in outcome.bodies:
+            edits.shape_body(graph, form)
+        for built, before in outcome.add:
+            edits.add_node(built, before)
+        if outcome.inline is not None:
+            made.copies = self._inline(outcome, node, scope)
+        if isinstance(outcome, Restructure):
+            made.new = self._restructure(outcome, scope)
+        for value in outcome.forget:
+            facts.values.pop(value, None)
+        facts.values.update(outcome.values)
+        facts.optionals.update(outcome.optionals)
+        for value, seq in outcome.canonical.items():
+            edits.known_canonical(value, seq, scope)
+        if isinstance(outcome, Fold) and outcome.canonical_inputs:
+            edits.canonical_inputs(node, scope, speculative=True)
+        if outcome.unrolling is True:
+            facts.unrolling.add(node)
+        elif outcome.unrolling is False:
+            facts.unrolling.discard(node)
+        for use in outcome.uses:
+            edits.replace(use[0], use[1], use[2] if len(use) == 3 else scope)
+        edits.take_out(outcome.take_out)
         for retired in outcome.retire:
             edits.retire(retired)
-    for target, attr in outcome.attributes:
-        edits.set_attribute(target, attr)
-    edits.diverged.extend(outcome.diverged)
-    facts.proven.update(outcome.proven)
-    for text in outcome.notes:
-        edits.note(text)
-    for record in outcome.records:
-        if record.computed:
-            edits.computed(record.rule, node, record.detail)
-        else:
-            edits.applied(record.rule, node, record.detail)
-    if isinstance(outcome, Leave) and outcome.reason is not None:
-        facts.leave(node, outcome.reason)
-    return outcome.handled
+        for target, attr in outcome.attributes:
+            edits.set_attribute(target, attr)
+        for graph, owner, slot in outcome.walk:
+            self.ctx.walk.rewalk(graph, scope, owner, slot)
+        edits.diverged.extend(outcome.diverged)
+        facts.proven.update(outcome.proven)
+        for text in outcome.notes:
+            edits.note(text)
+        for loop, attempt, text in outcome.refused:
+            facts.loop_refused(loop, attempt, text)
+        for left, text in outcome.noted:
+            facts.note(left, text)
+        for graph in outcome.sweep:
+            edits.sweep(graph)
+        for graph in outcome.discard:
+            edits.discard(graph)
+        for record in outcome.records:
+            if record.computed:
+                edits.computed(record.rule, node, record.detail)
+            else:
+                edits.applied(record.rule, node, record.detail)
+        if isinstance(outcome, Leave) and outcome.reason is not None:
+            facts.leave(node, outcome.reason)
+        return made
 
+    def _inline(self, outcome: Outcome, node: ir.Node, scope: Scope) -> list[list[ir.Value]]:
+        inline = outcome.inline
+        assert inline is not None
+        copies: list[list[ir.Value]] = []
+        previous: Sequence[ir.Value] = []
+        for i in range(inline.count):
+            bound = inline.bind(i, previous)
+            _, previous = inline_graph(self.ctx.walk, self.edits, scope, node, inline.body, bound)
+            copies.append(list(previous))
+        return copies
 
-def _restructure(edits: Edits, outcome: Restructure, scope: Scope) -> None:
-    new = edits.apply(outcome.plan, scope)
-    for old, held in outcome.held.items():
-        if isinstance(held, Listed):
-            elements = [new.outputs[k] for k in held.indices]
-            for element, (type_, shape) in zip(elements, held.types, strict=True):
-                element.type, element.shape = type_, shape
-            edits.facts.values[old] = StaticSequence(tuple(elements), held.dtype)
-            continue
-        out = new.outputs[held.index]
-        out.type = ir.TensorType(held.dtype) if held.dtype is not None else None
-        out.shape = ir.Shape([held.length, *held.element])
-        edits.facts.values[old] = StackedSequence(
-            out, held.length, held.element, held.dtype, held.least, held.checked
-        )
+    def _restructure(self, outcome: Restructure, scope: Scope) -> ir.Node:
+        edits = self.edits
+        new = edits.apply(outcome.plan, scope)
+        for old, held in outcome.held.items():
+            if isinstance(held, Listed):
+                elements = [new.outputs[k] for k in held.indices]
+                for element, (type_, shape) in zip(elements, held.types, strict=True):
+                    element.type, element.shape = type_, shape
+                edits.facts.values[old] = StaticSequence(tuple(elements), held.dtype)
+                continue
+            out = new.outputs[held.index]
+            out.type = ir.TensorType(held.dtype) if held.dtype is not None else None
+            out.shape = ir.Shape([held.length, *held.element])
+            edits.facts.values[old] = StackedSequence(
+                out, held.length, held.element, held.dtype, held.least, held.checked
+            )
+        return new

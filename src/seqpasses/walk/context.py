@@ -7,15 +7,14 @@ visit's tape: nothing enters a graph), and returns what it proposes
 outcome that is not ``handled`` (:class:`~seqpasses.walk.outcomes.Leave`) lets the walker's
 fallback give the node its sequence inputs in canonical form.
 
-The loops' transfers and the two that inline a body (an If of a constant condition, a
-SequenceMap) still return a bool and write through ``ctx.edits`` themselves (their rows say
-``outcome=False``): they walk the copies they make, which the applier of one visit cannot
-yet express.
+``ctx.edits`` is there to be read (what was created, what replaced a value): every write is
+the applier's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Mapping, Sized
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -28,7 +27,7 @@ from seqpasses.options import NODE_BUDGET_FLOOR, FoldOptions, Group
 from seqpasses.walk.budget import BYTE_BUDGET_FLOOR, Budget
 from seqpasses.walk.edits import Edits
 from seqpasses.walk.facts import Facts, Reason
-from seqpasses.walk.outcomes import Outcome
+from seqpasses.walk.outcomes import Outcome, Proposal
 from seqpasses.walk.scope import Scope
 from seqpasses.walk.tape import Tape
 
@@ -50,20 +49,44 @@ class Walk(Protocol):
     def rewalk(self, graph: ir.Graph, scope: Scope, node: ir.Node, attr: str) -> None: ...
 
 
+class Written(Protocol):
+    """What a transfer may read of the walk's edits: every write is the applier's (mypy
+    refuses a transfer's call of anything else)."""
+
+    @property
+    def created(self) -> Container[ir.Node]:
+        """The nodes this walk made."""
+
+    @property
+    def unloadable(self) -> Sized:
+        """The write-backs ONNX Runtime cannot load, so far."""
+
+    @property
+    def check_nodes(self) -> AbstractSet[ir.Node]:
+        """The nodes that stay whatever reads them (run-time checks)."""
+
+    def current(self, value: ir.Value) -> ir.Value:
+        """What ``value`` stands for now (its replacement, if a rewrite replaced it)."""
+
+    def next_name(self, base: str, op_type: str) -> str:
+        """A fresh name for a node built whole."""
+
+
 class Context:
-    """The surface a transfer sees: options, facts, edits, constants, and the walk."""
+    """The surface a transfer sees: options, facts, what the edits say, constants, the
+    emitters (onto the visit's tape), and the walk (for the applier)."""
 
     def __init__(self, options: FoldOptions, facts: Facts, edits: Edits, walk: Walk) -> None:
         self.options = options
         self.facts = facts
-        self.edits = edits
+        self.edits: Written = edits
         self.walk = walk
         # the one freeze-inputs policy: an initializer that is also a graph input is a value
         # the caller may override, so it is read only with --freeze-inputs
         self.evaluator = ConstantEvaluator(facts.opset_of, self._readable)
         self.budget = Budget(options.node_budget or NODE_BUDGET_FLOOR, BYTE_BUDGET_FLOOR)
-        # what new nodes are recorded onto: the visit's tape (set by the walker), or the
-        # edits themselves (placed at once) for a transfer that writes them itself
+        # what new nodes are recorded onto: the tape of the visit or step being run (set by
+        # the walker and the applier); outside a visit, the edits themselves (placed at once)
         self.owner: Tape | Edits = edits
 
     def emitter(self, scope: Scope, anchor: ir.Node | None) -> Emitter:
@@ -131,8 +154,8 @@ class Context:
         return array is not None and array.size == 1 and bool(array.reshape(-1)[0])
 
 
-Transfer = Callable[[Context, ir.Node, Scope], Outcome | bool]
-Hook = Callable[[Context, ir.Node, Scope], None]
+Transfer = Callable[[Context, ir.Node, Scope], Proposal]
+Hook = Callable[[Context, ir.Node, Scope], Outcome | None]
 
 
 @dataclass(frozen=True)
@@ -148,9 +171,6 @@ class Entry:
     # what a dry walk runs instead of a transfer that is not dry: it may give the node's
     # outputs (and their readers') types and shapes, and changes nothing else
     analyze: Transfer | None = None
-    # the transfer returns an Outcome and emits onto the visit's tape (False: it returns a
-    # bool and writes through ctx.edits, its nodes placed as they are emitted)
-    outcome: bool = True
 
 
 Table = Mapping[tuple[str, str], Entry]

@@ -9,19 +9,26 @@ from collections.abc import Mapping
 import onnx_ir as ir
 
 from seqpasses.core.graph import detach, hold
-from seqpasses.walk.context import Context, Scope
+from seqpasses.walk.context import Walk
+from seqpasses.walk.edits import Edits
+from seqpasses.walk.scope import Scope
 
 __all__ = ["inline_graph"]
 
 
 def inline_graph(
-    ctx: Context, scope: Scope, anchor: ir.Node, body: ir.Graph, inputs: Mapping[ir.Value, ir.Value]
+    walk: Walk,
+    edits: Edits,
+    scope: Scope,
+    anchor: ir.Node,
+    body: ir.Graph,
+    inputs: Mapping[ir.Value, ir.Value],
 ) -> tuple[list[ir.Node], list[ir.Value]]:
     """Copy ``body``'s nodes before ``anchor`` with its inputs bound; return nodes and outputs.
 
-    The copies are walked at once, so static sequences inside them are known to what follows.
+    The copies are walked at once (by ``walk``), so static sequences inside them are known to
+    what follows.
     """
-    edits = ctx.edits
     base = anchor.name or anchor.op_type
     copy = body.clone(allow_outer_scope_values=True)
     bound = {
@@ -67,7 +74,7 @@ def inline_graph(
     edits.created.update(constants)
     edits.created.update(nodes)
     for node in nodes:
-        ctx.walk.visit(node, scope)
+        walk.visit(node, scope)
     held = list(held_by.inputs)
     detach([held_by])
     # the walk may have replaced an output (an inner If inlined, a Loop rebuilt)

@@ -20,7 +20,7 @@ from seqpasses.walk.facts import Facts, Reason
 from seqpasses.walk.scope import Scope
 from seqpasses.walk.trial import CreatedNodes
 
-__all__ = ["MaterializeMixin", "unstacked"]
+__all__ = ["MaterializeMixin", "split_written", "unstacked"]
 
 
 class MaterializeMixin:
@@ -143,13 +143,8 @@ class MaterializeMixin:
         return None
 
     def split_written(self, st: StackedSequence, output: bool) -> bool:
-        """Whether :meth:`materialize_stacked` writes ``st`` back as one ``SplitToSequence``
-        (else as its rows)."""
-        return not (
-            isinstance(st.length, int)
-            and st.length <= self.max_split
-            and not (st.checked and (output or not st.length))
-        )
+        """:func:`split_written` under this walk's ``max_split``."""
+        return split_written(st, self.max_split, output)
 
     def write_back(
         self,
@@ -328,3 +323,13 @@ def unstacked(emit: Emitter, st: StackedSequence) -> StaticSequence:
         return StaticSequence((), st.dtype)
     rows = emit.split(st.tensor, 0, [1] * st.length) if st.length > 1 else [st.tensor]
     return StaticSequence(tuple(emit.squeeze(row, 0) for row in rows), st.dtype)
+
+
+def split_written(st: StackedSequence, max_split: int, output: bool) -> bool:
+    """Whether a list held as ``st`` is written back as one ``SplitToSequence`` (else as its
+    rows, when it has at most ``max_split`` of them; ``output``: for a graph output)."""
+    return not (
+        isinstance(st.length, int)
+        and st.length <= max_split
+        and not (st.checked and (output or not st.length))
+    )

@@ -34,15 +34,19 @@ from seqpasses.walk.trial import CreatedNodes
 __all__ = [
     "BodyForm",
     "Fold",
+    "Inline",
     "Leave",
     "Listed",
+    "Made",
     "Outcome",
     "OutcomesMixin",
+    "Proposal",
     "Rebuild",
     "Record",
     "Replace",
     "Restructure",
     "Stacked",
+    "Trial",
 ]
 
 AbstractValue = StaticSequence | StackedSequence | Unknown
@@ -60,33 +64,81 @@ class Record:
     computed: bool = False
 
 
+Use = tuple[ir.Value, ir.Value] | tuple[ir.Value, ir.Value, Scope]
+
+
+@dataclass(frozen=True)
+class Inline:
+    """Copies of ``body``'s nodes before the node, walked at once (what they compute folds
+    like straight-line code): ``count`` of them, copy ``i``'s inputs bound by
+    ``bind(i, outputs of copy i - 1)`` (an empty list for the first)."""
+
+    body: ir.Graph
+    count: int
+    bind: Callable[[int, Sequence[ir.Value]], Mapping[ir.Value, ir.Value]]
+
+
 @dataclass(frozen=True, kw_only=True)
 class Outcome:
     """What a transfer proposes for the node it was given; the applier
     (:mod:`seqpasses.walk.apply`) writes it, after placing the visit's tape.
 
+    What values hold and say:
+
     - ``values``: what a value holds (a sequence's abstract value); ``forget``: values whose
-      abstract value no longer holds;
-    - ``declare``: the type and shape of values the model has (each as given);
+      abstract value no longer holds; ``optionals``: what an optional wraps (None: nothing);
+    - ``declare``: the type and shape of values the model has, or a body being built has
+      (each as given);
     - ``canonical``: sequences the model makes that are canonical lists (what needs the list
       as a sequence may read them);
+    - ``proven``: values whose shape seqpasses proved; ``diverged``: values whose shape
+      departs from the spec's (as ONNX Runtime computes it).
+
+    What changes in the graph:
+
+    - ``uses``: every use of ``old`` moves to ``new`` (in the node's scope, or the one given);
+    - ``take_out``: nodes a rewrite replaced inside a body; ``retire``: nodes whose
+      subgraphs' work was inlined (their subgraphs stop reading outer values);
     - ``attributes``: attributes a node gets;
-    - ``records``: the rewrites (mostly one); ``notes``: lines for the report;
-    - ``diverged``: values whose shape departs from the spec's (as ONNX Runtime computes it);
-    - ``proven``: values whose shape seqpasses proved;
-    - ``optionals``: what an optional wraps (None: nothing).
+    - ``clones``: ``(copy, graph)``, a clone made to be rewritten (what must stay in it stays
+      as in the graph); ``bodies``: the forms bodies being built take (first of all);
+      ``add``: ``(node, before)``, a node built whole; ``inline``: copies of a body, walked;
+    - ``walk``: ``(graph, node, attribute)``, subgraphs walked (again) once all is written;
+      ``sweep``: bodies whose unread nodes go; ``discard``: bodies no longer used, emptied.
+
+    What the report and the walk learn: ``records`` (the rewrites), ``notes``, ``refused``
+    (``(loop, attempt, why)``: a way of rewriting a Loop that was refused), ``noted``
+    (a later decision added to a left node's reason), ``unrolling`` (whether the node, a
+    Loop, will be unrolled; None: as it was).
+
+    ``then``: what comes next, once this is written (a function of the transfer's, given
+    what the applier made: a rebuilt node, the copies' outputs): the step after a rebuild.
     """
 
     values: Mapping[ir.Value, AbstractValue] = field(default_factory=dict)
     forget: Sequence[ir.Value] = ()
+    optionals: Mapping[ir.Value, ir.Value | None] = field(default_factory=dict)
     declare: Mapping[ir.Value, Declared] = field(default_factory=dict)
     canonical: Mapping[ir.Value, StaticSequence] = field(default_factory=dict)
+    proven: Sequence[ir.Value] = ()
+    diverged: Sequence[ir.Value] = ()
+    uses: Sequence[Use] = ()
+    take_out: Sequence[ir.Node] = ()
+    retire: Sequence[ir.Node] = ()
     attributes: Sequence[tuple[ir.Node, ir.Attr]] = ()
+    clones: Sequence[tuple[ir.Graph, ir.Graph]] = ()
+    bodies: Sequence[tuple[ir.Graph, BodyForm]] = ()
+    add: Sequence[tuple[ir.Node, ir.Node]] = ()
+    inline: Inline | None = None
+    walk: Sequence[tuple[ir.Graph, ir.Node, str]] = ()
+    sweep: Sequence[ir.Graph] = ()
+    discard: Sequence[ir.Graph] = ()
     records: Sequence[Record] = ()
     notes: Sequence[str] = ()
-    diverged: Sequence[ir.Value] = ()
-    proven: Sequence[ir.Value] = ()
-    optionals: Mapping[ir.Value, ir.Value | None] = field(default_factory=dict)
+    refused: Sequence[tuple[ir.Node, str, str]] = ()
+    noted: Sequence[tuple[ir.Node, str]] = ()
+    unrolling: bool | None = None
+    then: Callable[[Made], Proposal | Reason] | None = None
 
     @property
     def handled(self) -> bool:
@@ -105,11 +157,8 @@ class Fold(Outcome):
 
 @dataclass(frozen=True, kw_only=True)
 class Replace(Outcome):
-    """Every use of each ``old`` moves to its ``new`` (a value the tape made, or one the model
-    has); ``retire``: nodes whose subgraphs' work was inlined."""
-
-    uses: Sequence[tuple[ir.Value, ir.Value]] = ()
-    retire: Sequence[ir.Node] = ()
+    """The node's results are other values: ``uses`` move to them (values the tape made, or
+    ones the model has)."""
 
 
 @dataclass(frozen=True)
@@ -154,6 +203,32 @@ class Leave(Outcome):
     @property
     def handled(self) -> bool:
         return False
+
+
+@dataclass(frozen=True)
+class Trial:
+    """Speculation: ``attempt`` is written (and its ``then`` steps); a step may instead give
+    a :class:`Reason` it fails for: then everything the attempt made is undone (its nodes
+    removed, what was recorded of them forgotten, ``drop``'s bodies emptied) and
+    ``otherwise(reason)`` is written in its place."""
+
+    attempt: Outcome
+    otherwise: Callable[[Reason], Proposal]
+    drop: Sequence[ir.Graph] = ()
+
+
+Proposal = Outcome | Trial
+"""What a transfer returns."""
+
+
+@dataclass
+class Made:
+    """What the applier made of an outcome, for its ``then`` step: the node a rebuild made,
+    the outputs of each inlined copy, and (in a trial) the sequence ops left alive."""
+
+    new: ir.Node | None = None
+    copies: list[list[ir.Value]] = field(default_factory=list)
+    left: Callable[[Sequence[ir.Value]], list[ir.Node]] = lambda roots: []
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from seqpasses.core.graph import is_default, onnx_opset, subgraph_path, subgraph
 from seqpasses.core.shapes import ShapeOracle
 from seqpasses.options import FoldOptions
 from seqpasses.report import Report
-from seqpasses.walk.apply import apply, place
+from seqpasses.walk.apply import Applier
 from seqpasses.walk.budget import Budget
 from seqpasses.walk.context import Context, Entry, Scope, Table, Transfer
 from seqpasses.walk.edits import Edits
@@ -38,6 +38,7 @@ class Walker:
         self.facts = Facts()
         self.edits = Edits(self.facts, report, dry, options.max_split)
         self.ctx = Context(options, self.facts, self.edits, self)
+        self.applier = Applier(self.ctx, self.edits)
         self.functions: dict[ir.OperatorIdentifier, ir.Function] = {}
 
     def run_model(self, model: ir.Model, opset: int) -> None:
@@ -84,7 +85,9 @@ class Walker:
         default = is_default(node)
         first = self._entry(node, "*") if default else None
         if first is not None and first.before is not None and (first.dry or not self.dry):
-            first.before(self.ctx, node, scope)
+            said = first.before(self.ctx, node, scope)
+            if said is not None:
+                self.applier.apply(said, node, scope, Tape(self.edits), self.edits.checkpoint())
         for attr, graph in subgraphs(node):
             self._run_subgraph(graph, scope, node, attr)
         if not default:
@@ -107,23 +110,21 @@ class Walker:
             transfer = entry.analyze  # (what a rewrite that is not dry knows without one)
         else:
             transfer = entry.transfer if entry is not None else None
-        done = self._run(transfer, entry, node, scope) if transfer is not None else False
+        done = self._run(transfer, node, scope) if transfer is not None else False
         if not done:
             self.edits.fallback(node, scope)
 
-    def _run(self, transfer: Transfer, entry: Entry | None, node: ir.Node, scope: Scope) -> bool:
+    def _run(self, transfer: Transfer, node: ir.Node, scope: Scope) -> bool:
         """Run ``transfer`` on ``node`` and apply what it proposes; whether it handled it."""
         tape = Tape(self.edits)
-        outer = self.ctx.owner  # (a visit inside a transfer's own walk of copies)
-        self.ctx.owner = tape if entry is None or entry.outcome else self.edits
+        mark = self.edits.checkpoint()  # (where a trial it proposes is undone to)
+        outer = self.ctx.owner  # (a visit inside the walk of copies an applier makes)
+        self.ctx.owner = tape
         try:
-            result = transfer(self.ctx, node, scope)
+            proposal = transfer(self.ctx, node, scope)
         finally:
             self.ctx.owner = outer
-        if isinstance(result, bool):  # (a transfer that writes itself)
-            place(self.edits, tape)
-            return result
-        return apply(self.edits, result, node, scope, tape)
+        return self.applier.apply(proposal, node, scope, tape, mark)
 
     def rewalk(self, graph: ir.Graph, scope: Scope, node: ir.Node, attr: str) -> None:
         """Walk a subgraph of ``node`` again (a decision it was walked under has changed)."""

@@ -19,6 +19,8 @@ reports.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import onnx_ir as ir
 
 from seqpasses.core.dims import contradicts, fill_shape, merge_shapes
@@ -29,20 +31,21 @@ from seqpasses.transfer.loops import carry, lift, running, scan, unroll
 from seqpasses.transfer.loops.appends import append_pattern, appended_list
 from seqpasses.transfer.loops.induction import (
     appended,
-    give_carried_shapes,
+    carried_shapes,
     induction,
-    infer_scan_shapes,
+    scan_shapes,
     stable,
 )
 from seqpasses.walk.context import Context, Entry, Scope
+from seqpasses.walk.outcomes import Declared, Fold, Leave, Outcome, Proposal
 
 __all__ = ["RULES", "TABLE"]
 
 
-def _loop(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+def _loop(ctx: Context, node: ir.Node, scope: Scope) -> Proposal:
     body_attr = node.attributes.get("body")
     if body_attr is None or body_attr.type != ir.AttributeType.GRAPH:
-        return False
+        return Leave()
     body = body_attr.as_graph()
     carried = len(node.inputs) - 2
     appends = {
@@ -54,72 +57,131 @@ def _loop(ctx: Context, node: ir.Node, scope: Scope) -> bool:
         if n.op_type in SEQUENCE_OPS and is_default(n) and n not in appends
     ]
     starts_static = any(ctx.facts.static(v) is not None for v in node.inputs[2:])
-    lifted = None
-    scans = ctx.options.enabled(Group.LOOP_SCAN)
-    if not reads and starts_static and scans and scan.scan_outputs(ctx, node, scope, body):
-        return True
+    if not reads and starts_static and ctx.options.enabled(Group.LOOP_SCAN):
+        return scan.scan_outputs(
+            ctx, node, scope, body, lambda _: _unrolled(ctx, node, scope, body, reads, True)
+        )
+    return _unrolled(ctx, node, scope, body, reads, starts_static)
+
+
+def _unrolled(
+    ctx: Context,
+    node: ir.Node,
+    scope: Scope,
+    body: ir.Graph,
+    reads: list[ir.Node],
+    starts_static: bool,
+) -> Proposal:
+    """The loop unrolled where it can be; else the ways that follow."""
     live = [n for n in reads if n in ctx.facts.reasons or any(o.uses() for o in n.outputs)]
     if not live and not starts_static and node not in ctx.facts.unrolling:
         # (its body read only outer lists, and those reads folded in place)
-        infer_scan_shapes(ctx, scope, node, body)
-        return False
-    if reads or starts_static:
-        why = unroll.blocker(ctx, node, body, scope.opset)
-        if not why:
-            why = unroll.unroll(ctx, node, scope, body)
-            if not why:
-                return True
-            # the walk of the body left reads at the loop counter to the unrolling
-            ctx.facts.unrolling.discard(node)
-            ctx.walk.rewalk(body, scope, node, "body")
-        ctx.facts.loop_refused(node, "unroll", why)
-        for read in reads:
-            ctx.facts.note(read, f"{label(node)} not unrolled: {why}")
-    if reads and scans:
-        lifted = lift.lift_reads(ctx, node, scope, body)
-        if lifted is not None:
-            ctx.edits.applied("loop-lift-reads", node, "reads of the list it appends to")
-            node = lifted
-            body = node.attributes["body"].as_graph()
-        if scan.scan_outputs(ctx, node, scope, body):
-            return True
-    if scans and running.running_concats(ctx, node, scope, body):
-        return True
-    # (a lifted loop whose list a run-time read after it keeps from being a scan output)
-    if ctx.options.enabled(Group.STACKED) and carry.carry_stacked(ctx, node, scope, body):
-        return True
-    infer_scan_shapes(ctx, scope, node, body)
-    return lifted is not None
+        return Leave(declare=scan_shapes(ctx, scope, node, body))
+    if not reads and not starts_static:
+        return _lifted(ctx, node, scope, body, reads)
+    why = unroll.blocker(ctx, node, body, scope.opset)
+    if why:
+        return _not_unrolled(ctx, node, scope, body, reads, why, rewalk=False)
+    return unroll.unroll(
+        ctx,
+        node,
+        scope,
+        body,
+        lambda why: _not_unrolled(ctx, node, scope, body, reads, why, rewalk=True),
+    )
 
 
-def _loop_shapes(ctx: Context, node: ir.Node, scope: Scope) -> bool:
+def _not_unrolled(
+    ctx: Context,
+    node: ir.Node,
+    scope: Scope,
+    body: ir.Graph,
+    reads: list[ir.Node],
+    why: str,
+    rewalk: bool,
+) -> Proposal:
+    """Why the loop is not unrolled, said where it and its reads are reported; a body that was
+    walked for an unrolling (reads at the counter left to the copies) is walked again."""
+    return Outcome(
+        unrolling=False if rewalk else None,
+        walk=[(body, node, "body")] if rewalk else (),
+        refused=[(node, "unroll", why)],
+        noted=[(read, f"{label(node)} not unrolled: {why}") for read in reads],
+        then=lambda _: _lifted(ctx, node, scope, body, reads),
+    )
+
+
+def _lifted(
+    ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph, reads: list[ir.Node]
+) -> Proposal:
+    """Reads of the list the loop appends to lifted into values it has, and its lists made
+    scan outputs; else the ways that follow."""
+    if not (reads and ctx.options.enabled(Group.LOOP_SCAN)):
+        return _running(ctx, node, scope, lifted=False)
+
+    def scanned(current: ir.Node, lifted: bool) -> Proposal:
+        inner = current.attributes["body"].as_graph()
+        return scan.scan_outputs(
+            ctx, current, scope, inner, lambda latest: _running(ctx, latest, scope, lifted)
+        )
+
+    return lift.lift_reads(ctx, node, scope, body, scanned)
+
+
+def _running(ctx: Context, node: ir.Node, scope: Scope, lifted: bool) -> Proposal:
+    """Lists read after the loop only whole carried as their running concatenations; lists
+    read or edited at run-time positions carried as one tensor; else the loop stays, with the
+    shapes induction proves."""
+    body = node.attributes["body"].as_graph()
+
+    def left(current: ir.Node) -> Proposal:
+        inner = current.attributes["body"].as_graph()
+        declare = scan_shapes(ctx, scope, current, inner)
+        # (a lifted loop whose list a run-time read after it keeps from being a scan output)
+        return Fold(declare=declare) if lifted else Leave(declare=declare)
+
+    def carried(current: ir.Node) -> Proposal:
+        if not ctx.options.enabled(Group.STACKED):
+            return left(current)
+        inner = current.attributes["body"].as_graph()
+        return carry.carry_stacked(ctx, current, scope, inner, lambda: left(current))
+
+    if not ctx.options.enabled(Group.LOOP_SCAN):
+        return carried(node)
+    return running.running_concats(ctx, node, scope, body, carried)
+
+
+def _loop_shapes(ctx: Context, node: ir.Node, scope: Scope) -> Proposal:
     """A dry walk (analysis): what a rewrite would prove, without it: the element shape of a
     list the loop would carry as its running concatenation, and the shape of what
     concatenates it. Changes no node."""
     body_attr = node.attributes.get("body")
     if body_attr is None or body_attr.type != ir.AttributeType.GRAPH:
-        return False
+        return Leave()
     body = body_attr.as_graph()
+    declare: dict[ir.Value, Declared] = {}
     if len(node.inputs) > 2:  # carried tensors that keep their shape, proven by induction
-        give_carried_shapes(node, induction(ctx, scope, node, body)[1])
+        declare.update(carried_shapes(node, induction(ctx, scope, node, body)[1]))
     for j in range(len(node.inputs) - 2):
         if not isinstance(body.inputs[2 + j].type, ir.SequenceType | None):
             continue
-        _appended_element(ctx, node, scope, body, j)
+        declare.update(_appended_element(ctx, node, scope, body, j, declare))
         found = running.plan(ctx, node, scope, body, j)
         if isinstance(found, str) or found.axis is None:
             continue
         shape = running.free_shape(ctx, scope, found)
         final = node.outputs[j]  # (a list: the shape is its elements', where they agree)
-        if final.shape is None and not found.initial.elements:
-            final.type = final.type or ir.SequenceType(ir.TensorType(found.dtype))
-            final.shape = _stable_dims(ctx, found.element)
+        final_type, final_shape = declare.get(final, (final.type, final.shape))
+        if final_shape is None and not found.initial.elements:
+            final_type = final_type or ir.SequenceType(ir.TensorType(found.dtype))
+            declare[final] = (final_type, _stable_dims(ctx, found.element))
         for use in node.outputs[j].uses():
             out = use.node.outputs[0]
             if use.node.op_type == "ConcatFromSequence" and not contradicts(out.shape, shape):
-                out.type = out.type or ir.TensorType(found.dtype)
-                out.shape = fill_shape(out.shape, shape, numbers_win=True)
-    return False
+                out_type, out_shape = declare.get(out, (out.type, out.shape))
+                out_type = out_type or ir.TensorType(found.dtype)
+                declare[out] = (out_type, fill_shape(out_shape, shape, numbers_win=True))
+    return Leave(declare=declare)
 
 
 def _stable_dims(ctx: Context, shape: ir.Shape) -> ir.Shape:
@@ -127,31 +189,36 @@ def _stable_dims(ctx: Context, shape: ir.Shape) -> ir.Shape:
     return ir.Shape([d if stable(ctx, ir.Shape([d])) else ir.SymbolicDim(None) for d in shape])
 
 
-def _appended_element(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph, j: int) -> None:
+def _appended_element(
+    ctx: Context,
+    node: ir.Node,
+    scope: Scope,
+    body: ir.Graph,
+    j: int,
+    declared: Mapping[ir.Value, Declared],
+) -> dict[ir.Value, Declared]:
     """A list that starts static and grows by one element per iteration: its elements share
     the appended one's rank (induction proves it for every iteration) and the dims that hold
     every iteration, where the initial elements have them too."""
     final = node.outputs[j]
+    final_type, final_shape = declared.get(final, (final.type, final.shape))
     listed = appended_list(ctx, node, body, j)
-    if final.shape is not None or isinstance(listed, str):
-        return
+    if final_shape is not None or isinstance(listed, str):
+        return {}
     initial, found = listed
     element_type, shape = appended(ctx, scope, node, body, found.tensor)
     if shape is None:
-        return
+        return {}
     shape = _stable_dims(ctx, shape)
     merged = merge_shapes([shape, *(scope.shapes.shape(e) for e in initial.elements)])
     dtype = element_type.dtype if isinstance(element_type, ir.TensorType) else None
     if merged is None or dtype is None or any(e.type != element_type for e in initial.elements):
-        return
-    final.type = final.type or ir.SequenceType(ir.TensorType(dtype))
-    final.shape = merged
+        return {}
+    return {final: (final_type or ir.SequenceType(ir.TensorType(dtype)), merged)}
 
 
 TABLE: dict[tuple[str, str], Entry] = {
-    ("Loop", "*"): Entry(
-        _loop, before=unroll.plan_unrolling, dry=False, analyze=_loop_shapes, outcome=False
-    ),
+    ("Loop", "*"): Entry(_loop, before=unroll.plan_unrolling, dry=False, analyze=_loop_shapes),
 }
 
 RULES: dict[str, tuple[str, str]] = {

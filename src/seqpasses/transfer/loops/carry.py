@@ -15,13 +15,14 @@ cleared first (exporters write guesses there) and re-proven by induction.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import onnx_ir as ir
 
 from seqpasses.core.dims import cap_of, same_shape
 from seqpasses.core.graph import (
+    clear_declared_shapes,
     graph_nodes,
     is_default,
     is_hold,
@@ -34,8 +35,20 @@ from seqpasses.transfer.rows import empty_rows
 from seqpasses.transfer.stacked import stacked_of
 from seqpasses.walk.budget import cost_of
 from seqpasses.walk.context import Context, Scope
-from seqpasses.walk.outcomes import BodyForm, Rebuild
-from seqpasses.walk.trial import Checkpoint
+from seqpasses.walk.outcomes import (
+    AbstractValue,
+    BodyForm,
+    Declared,
+    Listed,
+    Made,
+    Outcome,
+    Proposal,
+    Rebuild,
+    Record,
+    Restructure,
+    Stacked,
+    Trial,
+)
 
 __all__ = ["carry_stacked", "empty_of"]
 
@@ -109,7 +122,7 @@ def empty_of(ctx: Context, scope: Scope, node: ir.Node, element: Element) -> ir.
     """No rows of ``element``'s shape, before ``node``: a ConstantOfShape of its dims, numbers
     or read off the main graph's inputs that name them (None when neither can be done)."""
     shape, dtype = element
-    emit = ctx.edits.emitter(scope, node)
+    emit = ctx.emitter(scope, node)
     rows = empty_rows(emit, shape, dtype, None)
     if rows is not None or not scope.path.startswith("main") or dtype == ir.DataType.STRING:
         return rows  # (ConstantOfShape makes no strings)
@@ -123,21 +136,16 @@ def empty_of(ctx: Context, scope: Scope, node: ir.Node, element: Element) -> ir.
         found = ctx.facts.dim_sources.get(name)
         if found is None:
             return None
-        dims = emit.op("Shape", [found[0]])
+        int64, rank = ir.TensorType(ir.DataType.INT64), ir.Shape([len(found[0].shape or ())])
+        dims = emit.op("Shape", [found[0]], type=int64, shape=rank)
         if cap is not None:  # (every dim capped: the one gathered is min(name, cap))
-            dims = emit.op("Min", [dims, emit.int64s([cap[1]])])
-        dims.type, dims.shape = (
-            ir.TensorType(ir.DataType.INT64),
-            ir.Shape([len(found[0].shape or ())]),
-        )
-        size = emit.op("Gather", [dims, emit.int64s([found[1]])], axis=0)
-        size.type, size.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([1])
-        parts.append(size)
+            dims = emit.op("Min", [dims, emit.int64s([cap[1]])], type=int64, shape=rank)
+        at = [dims, emit.int64s([found[1]])]
+        parts.append(emit.op("Gather", at, type=int64, shape=ir.Shape([1]), axis=0))
     target = emit.concat(parts, 0)
     zero = ir.tensor(np.zeros((1,), dtype=dtype.numpy()))
-    rows = emit.op("ConstantOfShape", [target], value=zero)
-    rows.type, rows.shape = ir.TensorType(dtype), ir.Shape([0, *shape])
-    return rows
+    none = ir.Shape([0, *shape])
+    return emit.op("ConstantOfShape", [target], type=ir.TensorType(dtype), shape=none, value=zero)
 
 
 def _element(ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph, j: int) -> Carried | str:
@@ -170,24 +178,39 @@ def _uses_ok(node: ir.Node, lists: Mapping[int, object]) -> bool:
     )
 
 
-def _clear_guesses(ctx: Context, scope: Scope, node: ir.Node, copy: ir.Graph) -> None:
-    """Declared shapes inside the copy are an exporter's guesses: cleared, then the body's own
-    values get what induction proves."""
-    for inner in graph_nodes(copy):
-        for out in inner.outputs:
-            out.shape = None
+def _proven_in_copy(
+    ctx: Context, scope: Scope, node: ir.Node, copy: ir.Graph
+) -> dict[ir.Value, Declared]:
+    """What the copy's own values are declared: what induction proves once the exporter's
+    guesses (declared shapes inside the copy, cleared by the caller) are gone."""
     known, _ = induction(ctx, scope, node, copy)
-    for value, (type_, shape) in known.items():
-        if value.producer() is not None and value.graph is copy:
-            value.type = value.type or type_
-            value.shape = shape
+    return {
+        value: (value.type or type_, shape)
+        for value, (type_, shape) in known.items()
+        if value.producer() is not None and value.graph is copy
+    }
 
 
-def carry_stacked(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> bool:
-    """Carry each list the loop carries as one tensor (see the module docstring)."""
+def carry_stacked(
+    ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph, rest: Callable[[], Proposal]
+) -> Proposal:
+    """Carry each list the loop carries as one tensor (see the module docstring): a trial on a
+    copy of the body; else (and for each list that cannot be) why, and ``rest()``."""
     carried = len(node.inputs) - 2
-    mark = ctx.edits.checkpoint()  # (what planning builds goes too when the copy is dropped)
     lists: dict[int, Carried] = {}
+    refused: list[tuple[ir.Node, str, str]] = []
+
+    def why(text: str) -> tuple[ir.Node, str, str]:
+        return (node, "stacked", text)
+
+    def otherwise(reason: Reason) -> Proposal:
+        return Outcome(refused=[*refused, why(str(reason))], then=lambda _: rest())
+
+    def refuse(text: str) -> Proposal:
+        # (what planning built goes too: the trial fails at once)
+        failed = Outcome(then=lambda _: Reason("unknown-sequence", text))
+        return Trial(attempt=failed, otherwise=otherwise)
+
     for j in range(carried):
         initial = node.inputs[2 + j]
         if initial is None or not isinstance(body.inputs[2 + j].type, ir.SequenceType | None):
@@ -198,37 +221,36 @@ def carry_stacked(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> 
             continue
         found = _element(ctx, scope, node, body, j)
         if isinstance(found, str):
-            _why(ctx, node, found)
+            refused.append(why(found))
         elif written_back_unloadable(node.outputs[j], found[1][1], found[1][0]):
             text = (
                 f"a list of {found[1][1]} read as a list after the loop could only be written "
                 "back by a SplitToSequence ONNX Runtime has no kernel for"
             )
-            _why(ctx, node, text)
+            refused.append(why(text))
         else:
             lists[j] = found
-    if not lists or not _uses_ok(node, lists):
-        if lists:
-            _why(ctx, node, "the final list is read by an op of another domain")
-        ctx.edits.rollback(mark)
-        return False
+    if not lists:
+        return Trial(
+            attempt=Outcome(then=lambda _: Reason("unknown-sequence", "")),
+            otherwise=lambda _: Outcome(refused=refused, then=lambda _: rest()),
+        )
+    if not _uses_ok(node, lists):
+        return refuse("the final list is read by an op of another domain")
     if any(node.outputs[j].is_graph_output() for j in lists) and not any(
         n.op_type in SEQUENCE_OPS and is_default(n) for n in graph_nodes(body)
     ):
         # the body edits no list, and a list out is a graph output: it would only be written
         # back by a SplitToSequence, one sequence op more
-        _why(ctx, node, "nothing to gain: the body edits no list and the list is a graph output")
-        ctx.edits.rollback(mark)
-        return False
+        return refuse("nothing to gain: the body edits no list and the list is a graph output")
     over = ctx.budget.spend(*cost_of(body), "carrying the list as one tensor")
     if over is not None:
-        _why(ctx, node, str(over))
-        ctx.edits.rollback(mark)
-        return False
+        return refuse(str(over))
     copy = body.clone(allow_outer_scope_values=True)
-    ctx.edits.record_clone(copy, body)
-    _clear_guesses(ctx, scope, node, copy)
+    clear_declared_shapes(copy)  # (a clone of the transfer's own, in no graph yet)
+    declare = _proven_in_copy(ctx, scope, node, copy)
     olds: dict[int, ir.Value] = {}
+    values: dict[ir.Value, AbstractValue] = {}
     copy_inputs = list(copy.inputs)
     for j, (_, (shape, dtype), least) in lists.items():
         old = copy.inputs[2 + j]
@@ -239,36 +261,65 @@ def carry_stacked(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> 
         )
         copy_inputs[2 + j] = rows
         olds[j] = old
-        ctx.facts.values[old] = StackedSequence(rows, ir.SymbolicDim(None), shape, dtype, least)
-    ctx.edits.shape_body(copy, BodyForm(inputs=copy_inputs))
+        values[old] = StackedSequence(rows, ir.SymbolicDim(None), shape, dtype, least)
     unloadable = len(ctx.edits.unloadable)
-    ctx.walk.rewalk(copy, scope, node, "body")
-    results: dict[int, StackedSequence] = {}
-    outputs = list(copy.outputs)
-    for j, (_, (shape, dtype), _) in lists.items():
-        st = ctx.facts.stacked(copy.outputs[1 + j])
-        if st is not None and same_shape(st.element, shape) and st.dtype == dtype:
-            results[j] = st
-            outputs[1 + j] = st.tensor
-    ctx.edits.shape_body(copy, BodyForm(outputs=outputs))
-    ctx.edits.sweep(copy)
+
+    def walked(made: Made) -> Proposal:
+        results: dict[int, StackedSequence] = {}
+        copy_outputs = list(copy.outputs)
+        for j, (_, (shape, dtype), _) in lists.items():
+            st = ctx.facts.stacked(copy.outputs[1 + j])
+            if st is not None and same_shape(st.element, shape) and st.dtype == dtype:
+                results[j] = st
+                copy_outputs[1 + j] = st.tensor
+        return Outcome(
+            bodies=[(copy, BodyForm(outputs=copy_outputs))],
+            sweep=[copy],
+            then=lambda _: _kept(
+                ctx, node, scope, (body, copy), lists, results, olds, (unloadable, refused)
+            ),
+        )
+
+    attempt = Outcome(
+        clones=[(copy, body)],
+        declare=declare,
+        bodies=[(copy, BodyForm(inputs=copy_inputs))],
+        values=values,
+        walk=[(copy, node, "body")],
+        then=walked,
+    )
+    return Trial(attempt=attempt, otherwise=otherwise, drop=[copy])
+
+
+def _kept(
+    ctx: Context,
+    node: ir.Node,
+    scope: Scope,
+    graphs: tuple[ir.Graph, ir.Graph],
+    lists: dict[int, Carried],
+    results: dict[int, StackedSequence],
+    olds: Mapping[int, ir.Value],
+    before: tuple[int, list[tuple[ir.Node, str, str]]],
+) -> Proposal | Reason:
+    """The walked copy as the loop's body (``graphs``: the body and its copy), when every
+    list in it is one tensor; else why not (the trial is undone). ``before``: how many
+    write-backs ONNX Runtime cannot load there were before the walk of the copy, and why
+    other lists were not carried so."""
+    body, copy = graphs
+    unloadable, refused = before
     if len(ctx.edits.unloadable) > unloadable:  # a list in the body written back so
-        _why(ctx, node, "the body would write a list back by a SplitToSequence ONNX Runtime lacks")
-        _drop_copy(ctx, copy, olds, mark)
-        return False
+        text = "the body would write a list back by a SplitToSequence ONNX Runtime lacks"
+        return Reason("unknown-sequence", text)
     if len(results) != len(lists) or any(old.uses() for old in olds.values()):
         # a sequence op on a list stayed (or the body returns it unlike): drop the copy
         stayed = [use.node for old in olds.values() for use in old.uses()]
         cause = next((n for n in stayed if n in ctx.facts.reasons), None)
-        _why(
-            ctx,
-            node,
+        text = (
             f"{cause.op_type}: {ctx.facts.reasons[cause]}"
             if cause is not None
-            else "the body does not return the list as one tensor of its element shape",
+            else "the body does not return the list as one tensor of its element shape"
         )
-        _drop_copy(ctx, copy, olds, mark)
-        return False
+        return Reason("unknown-sequence", text)
     seeds = {
         j: (ir.TensorType(dtype), ir.Shape([ir.SymbolicDim(None), *shape]))
         for j, (_, (shape, dtype), _) in lists.items()
@@ -277,54 +328,27 @@ def carry_stacked(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> 
     if errors and not rejected(ctx, scope, node, body, {}):
         # an element shape now declared meets a read that cannot take it (the original fails
         # there at run time, or never gets there): the checker would refuse the whole model
-        _why(ctx, node, f"onnx's inference would reject the body as one tensor ({errors[0]})")
-        _drop_copy(ctx, copy, olds, mark)
-        return False
-    _apply(ctx, node, scope, copy, lists, results)
-    ctx.edits.discard(body)  # the replaced body must stop using outer values
-    return True
-
-
-def _drop_copy(
-    ctx: Context, copy: ir.Graph, olds: Mapping[int, ir.Value], mark: Checkpoint
-) -> None:
-    """Give up the copy: its inputs back as they were, what the walk of it built rolled
-    back, its nodes dropped."""
-    inputs = list(copy.inputs)
-    for j, old in olds.items():
-        inputs[2 + j] = old
-    ctx.edits.shape_body(copy, BodyForm(inputs=inputs))
-    ctx.edits.rollback(mark)
-    ctx.edits.discard(copy)
-
-
-def _why(ctx: Context, node: ir.Node, text: str) -> None:
-    ctx.facts.loop_refused(node, "stacked", text)
-
-
-def _apply(
-    ctx: Context,
-    node: ir.Node,
-    scope: Scope,
-    copy: ir.Graph,
-    lists: dict[int, Carried],
-    results: dict[int, StackedSequence],
-) -> None:
-    inputs = list(node.inputs)
+        text = f"onnx's inference would reject the body as one tensor ({errors[0]})"
+        return Reason("unknown-sequence", text)
+    loop_inputs = list(node.inputs)
     for j, (rows, _, _) in lists.items():
-        inputs[2 + j] = rows
+        loop_inputs[2 + j] = rows
     moved = {k: k for k in range(len(node.outputs)) if k not in lists}
-    plan = Rebuild(node, inputs, {"body": (copy, BodyForm())}, len(node.outputs), moved)
-    new = ctx.edits.apply(plan, scope)
+    plan = Rebuild(node, loop_inputs, {"body": (copy, BodyForm())}, len(node.outputs), moved)
+    held: dict[ir.Value, Listed | Stacked] = {}
     for k, old in enumerate(node.outputs):
         if k in lists:
-            fresh = new.outputs[k]
             (shape, dtype), least = lists[k][1], lists[k][2]
             if results[k].least < least:  # the body may shrink it: zero trips keep least
                 least = 0
-            fresh.type = ir.TensorType(dtype)
-            fresh.shape = ir.Shape([ir.SymbolicDim(None), *shape])
-            final = StackedSequence(fresh, ir.SymbolicDim(None), shape, dtype, least)
-            ctx.facts.values[old] = final
+            held[old] = Stacked(k, ir.SymbolicDim(None), shape, dtype, least)
     which = ", ".join(str(j) for j in lists)
-    ctx.edits.applied("loop-carries-stacked", node, f"carried list(s) {which} as [n, *E] tensors")
+    detail = f"carried list(s) {which} as [n, *E] tensors"
+    return Restructure(
+        plan=plan,
+        held=held,
+        # the replaced body must stop using outer values
+        discard=[body],
+        refused=refused,
+        records=[Record("loop-carries-stacked", detail)],
+    )

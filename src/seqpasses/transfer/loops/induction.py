@@ -16,17 +16,18 @@ from seqpasses.core.dims import contradicts, fill_shape, same_shape
 from seqpasses.core.shapes import TypeAndShape
 from seqpasses.transfer.common import stable
 from seqpasses.walk.context import Context, Scope
+from seqpasses.walk.outcomes import Declared
 
 __all__ = [
     "appended",
     "appended_shape",
+    "carried_shapes",
     "declared_ones",
-    "give_carried_shapes",
     "induction",
-    "infer_scan_shapes",
     "iterations",
     "rejected",
     "same",
+    "scan_shapes",
     "stable",
     "stays_true",
 ]
@@ -134,15 +135,16 @@ def appended_shape(
     return found if stable(ctx, found[1]) else None
 
 
-def give_carried_shapes(node: ir.Node, carried: list[TypeAndShape | None]) -> None:
-    """Final values of carried tensors that keep their shape (``carried``, from
-    :func:`induction`) get it (``h`` of an RNN loop), in place of a missing or made-up
+def carried_shapes(node: ir.Node, carried: list[TypeAndShape | None]) -> dict[ir.Value, Declared]:
+    """What the final values of carried tensors that keep their shape (``carried``, from
+    :func:`induction`) are declared (``h`` of an RNN loop), in place of a missing or made-up
     declared one."""
+    found: dict[ir.Value, Declared] = {}
     for out, proven in zip(node.outputs, carried, strict=False):
         if proven is None or proven[1] is None or contradicts(out.shape, proven[1]):
             continue
-        out.type = out.type or proven[0]
-        out.shape = fill_shape(out.shape, proven[1], numbers_win=True)
+        found[out] = (out.type or proven[0], fill_shape(out.shape, proven[1], numbers_win=True))
+    return found
 
 
 def stays_true(ctx: Context, value: ir.Value, cond_in: ir.Value) -> bool:
@@ -216,11 +218,14 @@ def declared_ones(value: ir.Value) -> tuple[int, ...] | None:
     return tuple(1 for _ in shape)
 
 
-def infer_scan_shapes(ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph) -> None:
-    """Give a Loop's scan outputs with no declared shape the one induction proves, so that
-    what reads them (a split of the stacked values, say) can be lowered."""
+def scan_shapes(
+    ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph
+) -> dict[ir.Value, Declared]:
+    """What a Loop's carried tensors and its scan outputs with no declared shape are declared:
+    what induction proves, so that what reads them (a split of the stacked values, say) can
+    be lowered."""
     known, proven = induction(ctx, scope, node, body)
-    give_carried_shapes(node, proven)
+    found = carried_shapes(node, proven)
     carried = len(node.inputs) - 2
     runs = iterations(ctx, scope, node, body)
     for index, value in enumerate(body.outputs[1 + carried :]):
@@ -234,5 +239,6 @@ def infer_scan_shapes(ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph)
         if not stable(ctx, shape):
             continue
         assert shape is not None
-        out.type = out.type or value.type or type_
-        out.shape = ir.Shape([ir.SymbolicDim(None) if runs is None else runs, *shape])
+        stacked = ir.Shape([ir.SymbolicDim(None) if runs is None else runs, *shape])
+        found[out] = (out.type or value.type or type_, stacked)
+    return found

@@ -9,6 +9,8 @@ touching the graph; :func:`lift_reads` applies.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import onnx_ir as ir
 
@@ -17,7 +19,17 @@ from seqpasses.core.sequence import StaticSequence
 from seqpasses.transfer.loops.appends import append_pattern
 from seqpasses.transfer.loops.induction import declared_ones
 from seqpasses.walk.context import Context, Scope
-from seqpasses.walk.outcomes import BodyForm, Rebuild
+from seqpasses.walk.outcomes import (
+    BodyForm,
+    Declared,
+    Made,
+    Outcome,
+    Proposal,
+    Rebuild,
+    Record,
+    Restructure,
+    Use,
+)
 
 __all__ = ["lift_reads", "plan"]
 
@@ -70,24 +82,33 @@ def _lifted_value(
         position, _ = ctx.const_int(reader.inputs[1])
         assert position is not None
         return initial.elements[position]
-    emit = ctx.edits.emitter(body_scope, reader)
+    emit = ctx.emitter(body_scope, reader)
     count = body.inputs[0]
+    int64, scalar = ir.TensorType(ir.DataType.INT64), ir.Shape([])
     if declared_ones(count) == (1,):  # len(l) is a scalar, the counter [1]
         count = emit.squeeze(count, 0)
-    value = count
-    if len(initial):
-        value = emit.op("Add", [count, emit.constant(np.array(len(initial), dtype=np.int64))])
-    value.type, value.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([])
-    return value
+    if not len(initial):
+        return count  # (the caller declares it an int64 scalar, as len(l) is)
+    n0 = emit.constant(np.array(len(initial), dtype=np.int64))
+    return emit.op("Add", [count, n0], type=int64, shape=scalar)
 
 
-def lift_reads(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> ir.Node | None:
-    """Lift what can be lifted; the Loop that replaces ``node`` (``node`` itself when no value
-    was added), or None when there is nothing it can lift."""
+def lift_reads(
+    ctx: Context,
+    node: ir.Node,
+    scope: Scope,
+    body: ir.Graph,
+    after: Callable[[ir.Node, bool], Proposal],
+) -> Proposal:
+    """Lift what can be lifted, then ``after(the Loop that replaces node, whether anything
+    was lifted)`` (``node`` itself when no value was added)."""
     body_scope = scope.inner(body, subgraph_path(scope.path, node, "body"))
     carried = len(node.inputs) - 2
     lasts: list[tuple[int, list[ir.Node]]] = []  # carried index, its l[-1] reads
-    lifted = False
+    uses: list[Use] = []
+    gone: list[ir.Node] = []
+    replaced: dict[ir.Value, ir.Value] = {}
+    declare: dict[ir.Value, Declared] = {}
     for j in range(carried):
         initial = ctx.facts.static(node.inputs[2 + j])
         found = plan(ctx, body, j, initial) if initial is not None else None
@@ -97,20 +118,32 @@ def lift_reads(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> ir.
         for reader, kind in found[1]:
             if kind != "last":
                 value = _lifted_value(ctx, body_scope, reader, kind, initial)
-                ctx.edits.replace(reader.outputs[0], value, body_scope)
-                ctx.edits.take_out([reader])
-                lifted = True
+                if kind == "length":
+                    declare[value] = (ir.TensorType(ir.DataType.INT64), ir.Shape([]))
+                uses.append((reader.outputs[0], value, body_scope))
+                replaced[reader.outputs[0]] = value
+                gone.append(reader)
         if last_reads:
             lasts.append((j, last_reads))
+    if not gone and not lasts:
+        return after(node, False)
+    record = Record("loop-lift-reads", "reads of the list it appends to")
     if not lasts:
-        return node if lifted else None
+        return Outcome(
+            declare=declare,
+            uses=uses,
+            take_out=gone,
+            records=[record],
+            then=lambda _: after(node, True),
+        )
     # l[-1]: the element appended last, carried (the initial list's last one to begin with)
     new_inputs = list(node.inputs)
     body_inputs = list(body.inputs)
     lasts_out: list[ir.Value] = []
     for j, last_reads in lasts:
         initial = ctx.facts.static(node.inputs[2 + j])
-        appended = append_pattern(ctx, body, j, ignore=set(last_reads))
+        readers = {use.node for use in body.inputs[2 + j].uses()}
+        appended = append_pattern(ctx, body, j, ignore=readers - {body.outputs[1 + j].producer()})
         assert initial is not None and appended is not None
         tensor = appended[1]
         element = initial.elements[-1]
@@ -120,19 +153,30 @@ def lift_reads(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> ir.
         )
         body_inputs.append(last_in)
         for reader in last_reads:
-            ctx.edits.replace(reader.outputs[0], last_in, body_scope)
-            ctx.edits.take_out([reader])
+            uses.append((reader.outputs[0], last_in, body_scope))
+            replaced[reader.outputs[0]] = last_in
+            gone.append(reader)
         # (l.append(l[-1]) appends what it just lifted: the body's new input, which the
         # new form returns through an Identity)
-        lasts_out.append(ctx.edits.current(tensor))
+        lasts_out.append(replaced.get(tensor) or ctx.edits.current(tensor))
         new_inputs.append(initial.elements[-1])
-    outputs = list(body.outputs)
-    outputs[1 + carried : 1 + carried] = lasts_out
-    form = BodyForm(inputs=body_inputs, outputs=outputs)
+    body_outputs = list(body.outputs)
+    body_outputs[1 + carried : 1 + carried] = lasts_out
+    form = BodyForm(inputs=body_inputs, outputs=body_outputs)
     added = len(lasts)
     moved = {k: k if k < carried else k + added for k in range(len(node.outputs))}
     count = len(node.outputs) + added
-    new = ctx.edits.apply(
-        Rebuild(node, new_inputs, {"body": (body, form)}, count, moved, facts=True), scope
+    rebuilt = Rebuild(node, new_inputs, {"body": (body, form)}, count, moved, facts=True)
+
+    def lifted(made: Made) -> Proposal:
+        assert made.new is not None
+        return after(made.new, True)
+
+    return Restructure(
+        plan=rebuilt,
+        declare=declare,
+        uses=uses,
+        take_out=gone,
+        records=[record],
+        then=lifted,
     )
-    return new

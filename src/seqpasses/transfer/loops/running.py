@@ -21,6 +21,7 @@ graph; :func:`apply` rewrites.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import onnx_ir as ir
@@ -33,7 +34,18 @@ from seqpasses.transfer.loops.carry import empty_of
 from seqpasses.transfer.loops.induction import appended, iterations
 from seqpasses.transfer.loops.scan import scope_of
 from seqpasses.walk.context import Context, Scope
-from seqpasses.walk.outcomes import BodyForm, Rebuild
+from seqpasses.walk.outcomes import (
+    BodyForm,
+    Declared,
+    Fold,
+    Made,
+    Outcome,
+    Proposal,
+    Rebuild,
+    Record,
+    Restructure,
+    Use,
+)
 
 __all__ = ["RunningPlan", "free_shape", "plan", "running_concats"]
 
@@ -123,7 +135,7 @@ def _start(ctx: Context, scope: Scope, node: ir.Node, p: RunningPlan) -> ir.Valu
     """The loop's initial running concatenation: the initial elements joined, or none of the
     element's rows (0 at the axis, the element's other dims)."""
     assert p.axis is not None
-    emit = ctx.edits.emitter(scope, node)
+    emit = ctx.emitter(scope, node)
     if len(p.initial.elements) == 1:
         return p.initial.elements[0]
     if p.initial.elements:
@@ -134,17 +146,22 @@ def _start(ctx: Context, scope: Scope, node: ir.Node, p: RunningPlan) -> ir.Valu
         return rows
     rank = len(p.element)
     perm = [*range(1, p.axis + 1), 0, *range(p.axis + 1, rank)]
-    moved = emit.op("Transpose", [rows], perm=perm)
-    moved.type = rows.type
-    moved.shape = ir.Shape([0 if k == p.axis else d for k, d in enumerate(p.element)])
-    return moved
+    none = ir.Shape([0 if k == p.axis else d for k, d in enumerate(p.element)])
+    return emit.op("Transpose", [rows], type=rows.type, shape=none, perm=perm)
 
 
 def _apply(
-    ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph, j: int, p: RunningPlan
-) -> ir.Node | None:
-    """Carry list ``j`` as a tensor; return the Loop that replaces ``node`` (None: nothing
-    changed, no empty tensor of the element's shape can be made)."""
+    ctx: Context,
+    node: ir.Node,
+    scope: Scope,
+    body: ir.Graph,
+    j: int,
+    p: RunningPlan,
+    refused: list[tuple[ir.Node, str, str]],
+    after: Callable[[ir.Node], Proposal],
+) -> Proposal | None:
+    """Carry list ``j`` as a tensor, then ``after(the Loop that replaces node)`` (None:
+    nothing changes, no empty tensor of the element's shape can be made)."""
     carried = len(node.inputs) - 2
     start: ir.Value | None
     if p.axis is not None:
@@ -155,79 +172,113 @@ def _apply(
         start = None
     int64 = ir.TensorType(ir.DataType.INT64)
     scalar = ir.Shape([])
-    emit = ctx.edits.emitter(scope, node)
-    inner = ctx.edits.body_emitter(body, p.insert, scope.opset)
+    emit = ctx.emitter(scope, node)
+    inner = ctx.body_emitter(body, p.insert, scope.opset)
     free = free_shape(ctx, scope, p)
 
     # -- the body: the list's slot carries the concatenation (or the count, when only the
     # length is read); a count, when needed beside it, is carried last
     old_in = body.inputs[2 + j]
-    inputs = list(node.inputs)
+    loop_inputs = list(node.inputs)
     body_inputs = list(body.inputs)
-    outputs: list[ir.Value] = list(body.outputs)
+    body_outputs: list[ir.Value] = list(body.outputs)
     count_in: ir.Value | None = None
     count_out: ir.Value | None = None
     if p.count:
         count_in = ir.Value(name=f"{old_in.name or 'list'}_count", type=int64, shape=scalar)
-        count_out = inner.op("Add", [count_in, inner.int64(1)])
-        count_out.type, count_out.shape = int64, scalar
+        count_out = inner.op("Add", [count_in, inner.int64(1)], type=int64, shape=scalar)
     if start is not None:
-        acc_in = ir.Value(name=f"{old_in.name or 'list'}_concat", type=ir.TensorType(p.dtype))
-        acc_in.shape = free
+        acc_type = ir.TensorType(p.dtype)
+        acc_in = ir.Value(name=f"{old_in.name or 'list'}_concat", type=acc_type, shape=free)
         parts = [p.tensor, acc_in] if p.front else [acc_in, p.tensor]
-        acc_out = inner.op("Concat", parts, axis=p.axis)
-        acc_out.type, acc_out.shape = acc_in.type, free
+        acc_out = inner.op("Concat", parts, type=acc_type, shape=free, axis=p.axis)
         body_inputs[2 + j] = acc_in
-        outputs[1 + j] = acc_out
-        inputs[2 + j] = start
+        body_outputs[1 + j] = acc_out
+        loop_inputs[2 + j] = start
         if count_in is not None and count_out is not None:
             body_inputs.append(count_in)
-            outputs.insert(1 + carried, count_out)
-            inputs.append(emit.int64(len(p.initial)))
+            body_outputs.insert(1 + carried, count_out)
+            loop_inputs.append(emit.int64(len(p.initial)))
     else:
         assert count_in is not None and count_out is not None
         body_inputs[2 + j] = count_in
-        outputs[1 + j] = count_out
-        inputs[2 + j] = emit.int64(len(p.initial))
+        body_outputs[1 + j] = count_out
+        loop_inputs[2 + j] = emit.int64(len(p.initial))
     # a carried value the body returns as it came in goes through an Identity: OpenVINO's
     # Loop conversion miscounts the body's inputs when one is also an output
-    tail = ctx.edits.body_emitter(body, None, scope.opset)
-    for k, value in enumerate(outputs[1 : 1 + carried + (start is not None and p.count)], 1):
-        if value.is_graph_input() and value.graph is body:
-            outputs[k] = tail.identity(value)
-    form = BodyForm(inputs=body_inputs, outputs=outputs, drop=[p.insert])
+    tail = ctx.body_emitter(body, None, scope.opset)
+    last = 1 + carried + (start is not None and p.count)
+    body_outputs = [
+        tail.identity(value)
+        if 1 <= k < last and value.is_graph_input() and value.graph is body
+        else value
+        for k, value in enumerate(body_outputs)
+    ]
+    form = BodyForm(inputs=body_inputs, outputs=body_outputs, drop=[p.insert])
 
     # -- the loop node
     extra = int(start is not None and count_in is not None)
     moved = {k: k if k < carried else k + extra for k in range(len(node.outputs)) if k != j}
     size = len(node.outputs) + extra
-    new = ctx.edits.apply(Rebuild(node, inputs, {"body": (body, form)}, size, moved), scope)
-    acc = new.outputs[j] if start is not None else None
-    count = (new.outputs[carried] if extra else new.outputs[j]) if p.count else None
-    if acc is not None:  # (proven: an enclosing loop's induction reads them)
-        acc.type, acc.shape = ir.TensorType(p.dtype), free
-        ctx.facts.proven.add(acc)
-    if count is not None:
-        count.type, count.shape = int64, scalar
-        ctx.facts.proven.add(count)
-    for use in list(node.outputs[j].uses()):
-        reader = use.node
+    rebuilt = Rebuild(node, loop_inputs, {"body": (body, form)}, size, moved)
+    readers = [use.node for use in node.outputs[j].uses()]
+
+    def made_new(made: Made) -> Proposal:
+        new = made.new
+        assert new is not None
+        acc = new.outputs[j] if start is not None else None
+        count = (new.outputs[carried] if extra else new.outputs[j]) if p.count else None
+        declare: dict[ir.Value, Declared] = {}
+        if acc is not None:  # (proven: an enclosing loop's induction reads them)
+            declare[acc] = (ir.TensorType(p.dtype), free)
+        if count is not None:
+            declare[count] = (int64, scalar)
+        proven = [v for v in (acc, count) if v is not None]
+        return Outcome(
+            declare=declare,
+            proven=proven,
+            then=lambda _: _read(ctx, scope, p, readers, acc, count, lambda: after(new)),
+        )
+
+    detail = f"carried list {j}" + (
+        f" as its concatenation along axis {p.axis}" if p.axis is not None else ""
+    )
+    return Restructure(
+        plan=rebuilt,
+        refused=refused,
+        records=[Record("loop-running-concat", detail)],
+        then=made_new,
+    )
+
+
+def _read(
+    ctx: Context,
+    scope: Scope,
+    p: RunningPlan,
+    readers: list[ir.Node],
+    acc: ir.Value | None,
+    count: ir.Value | None,
+    after: Callable[[], Proposal],
+) -> Proposal:
+    """What read the final list reads the carried concatenation (or count) instead."""
+    int64 = ir.TensorType(ir.DataType.INT64)
+    uses: list[Use] = []
+    for reader in readers:
         where = scope_of(ctx, scope, reader)
         if reader.op_type == "SequenceLength":
             assert count is not None
-            ctx.edits.replace(reader.outputs[0], count, where)
+            uses.append((reader.outputs[0], count, where))
             continue
         assert acc is not None
         if p.check and count is not None:
             # ConcatFromSequence of an empty list fails: so does row 0 of a Range of the count
-            at = ctx.edits.emitter(where, reader)
+            at = ctx.emitter(where, reader)
             zero, one = at.int64(0), at.int64(1)
-            rows = at.op("Range", [zero, count, one])
-            rows.type, rows.shape = int64, ir.Shape([ir.SymbolicDim(None)])
-            first = ctx.edits.check(at.op("Gather", [rows, zero], axis=0))
-            first.type, first.shape = int64, scalar
-        ctx.edits.replace(reader.outputs[0], acc, where)
-    return new
+            some = ir.Shape([ir.SymbolicDim(None)])
+            rows = at.op("Range", [zero, count, one], type=int64, shape=some)
+            at.check(at.op("Gather", [rows, zero], type=int64, shape=ir.Shape([]), axis=0))
+        uses.append((reader.outputs[0], acc, where))
+    return Outcome(uses=uses, then=lambda _: after())
 
 
 def free_shape(ctx: Context, scope: Scope, p: RunningPlan) -> ir.Shape:
@@ -250,11 +301,19 @@ def free_shape(ctx: Context, scope: Scope, p: RunningPlan) -> ir.Shape:
     return ir.Shape(dims)
 
 
-def running_concats(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> bool:
+def running_concats(
+    ctx: Context,
+    node: ir.Node,
+    scope: Scope,
+    body: ir.Graph,
+    rest: Callable[[ir.Node], Proposal],
+    start: int = 0,
+) -> Proposal:
     """Carry every list the loop appends to and reads only whole as its running
-    concatenation (several lists: one by one); for a list that cannot, say why."""
-    converted = False
-    for j in range(len(node.inputs) - 2):
+    concatenation (several lists: one by one, from carried value ``start``); for a list that
+    cannot, say why. None carried so: ``rest(node)`` comes next."""
+    refused: list[tuple[ir.Node, str, str]] = []
+    for j in range(start, len(node.inputs) - 2):
         if not isinstance(body.inputs[2 + j].type, ir.SequenceType | None):
             continue
         found = plan(ctx, node, scope, body, j)
@@ -262,15 +321,17 @@ def running_concats(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -
             # (a list the body does not just append to: the scan output said why already)
             appends = append_pattern(ctx, body, j) is not None
             if appends and ctx.facts.static(node.inputs[2 + j]) is not None:
-                ctx.facts.loop_refused(node, "running", found)
+                refused.append((node, "running", found))
             continue
-        new = _apply(ctx, node, scope, body, j, found)
-        if new is None:
-            ctx.facts.loop_refused(node, "running", "no empty tensor of its shape")
+
+        def following(new: ir.Node, j: int = j) -> Proposal:
+            # the same carried slots: j + 1 names the next list
+            inner = new.attributes["body"].as_graph()
+            return running_concats(ctx, new, scope, inner, lambda _: Fold(), j + 1)
+
+        applied = _apply(ctx, node, scope, body, j, found, refused, following)
+        if applied is None:
+            refused.append((node, "running", "no empty tensor of its shape"))
             continue
-        detail = f"carried list {j}" + (
-            f" as its concatenation along axis {found.axis}" if found.axis is not None else ""
-        )
-        converted = ctx.edits.applied("loop-running-concat", node, detail)
-        node = new  # the same carried slots: j + 1 names the next list
-    return converted
+        return applied
+    return Outcome(refused=refused, then=lambda _: rest(node))

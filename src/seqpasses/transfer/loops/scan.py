@@ -16,6 +16,7 @@ Initial elements, if any, are concatenated in front. The match (:func:`plan`) wo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,13 +29,23 @@ from seqpasses.core.sequence import StaticSequence
 from seqpasses.transfer.loops.appends import READERS, appended_list, reader_ok
 from seqpasses.transfer.loops.induction import (
     appended_shape,
-    give_carried_shapes,
+    carried_shapes,
     induction,
     iterations,
     same,
 )
 from seqpasses.walk.context import Context, Scope
-from seqpasses.walk.outcomes import BodyForm, Rebuild
+from seqpasses.walk.outcomes import (
+    BodyForm,
+    Fold,
+    Made,
+    Outcome,
+    Proposal,
+    Rebuild,
+    Record,
+    Restructure,
+    Use,
+)
 
 __all__ = ["ScanPlan", "plan", "scan_outputs", "scope_of"]
 
@@ -99,16 +110,21 @@ def plan(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph, j: int) -> S
 
 
 def _apply(
-    ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph, j: int, plan: ScanPlan
-) -> ir.Node:
-    """Turn carried sequence ``j`` into a scan output; return the Loop that replaces ``node``."""
-    initial, insert, tensor, shape = plan.initial, plan.insert, plan.tensor, plan.shape
-    rank = len(shape)
+    ctx: Context,
+    node: ir.Node,
+    scope: Scope,
+    body: ir.Graph,
+    j: int,
+    plan: ScanPlan,
+    refused: list[tuple[ir.Node, str, str]],
+    after: Callable[[ir.Node], Proposal],
+) -> Proposal:
+    """Turn carried sequence ``j`` into a scan output (``refused``: why the lists before it
+    were not); then ``after(the Loop that replaces node)``."""
+    insert, tensor, shape = plan.insert, plan.tensor, plan.shape
     readers = [use.node for use in node.outputs[j].uses()]
-    edits = ctx.edits
 
     # -- the body: drop the carried sequence, emit the appended tensor as a scan output
-    tensor.type = tensor.type or plan.element_type
     outputs = [v for k, v in enumerate(body.outputs) if k != 1 + j] + [tensor]
     form = BodyForm(
         inputs=[v for k, v in enumerate(body.inputs) if k != 2 + j],
@@ -117,62 +133,103 @@ def _apply(
     )
 
     # -- the loop node: one carried value fewer, one scan output more
-    inputs = [v for k, v in enumerate(node.inputs) if k != 2 + j]
-    if len(inputs) == 2 and inputs[1] is None:
+    loop_inputs = [v for k, v in enumerate(node.inputs) if k != 2 + j]
+    if len(loop_inputs) == 2 and loop_inputs[1] is None:
         # an absent condition as the last input would vanish when saved, and Loop needs the
         # slot: a constant true means the same
-        inputs[1] = edits.emitter(scope, node).true()
+        loop_inputs = [loop_inputs[0], ctx.emitter(scope, node).true()]
     kept = [k for k in range(len(node.outputs)) if k != j]
     moved = {k: index for index, k in enumerate(kept)}
-    new = edits.apply(
-        Rebuild(node, inputs, {"body": (body, form)}, len(node.outputs), moved), scope
+    rebuilt = Rebuild(node, loop_inputs, {"body": (body, form)}, len(node.outputs), moved)
+
+    def declared(made: Made) -> Proposal:
+        # declared, so that a runtime can shape the output of zero iterations ([0, 3], not
+        # [0])
+        new = made.new
+        assert new is not None
+        out = body.outputs[-1]
+        given = (
+            shape
+            if contradicts(out.shape, shape)
+            else fill_shape(out.shape, shape, numbers_win=True)
+        )
+        stacked = new.outputs[-1]
+        runs = ir.SymbolicDim(None) if plan.runs is None else plan.runs
+        return Outcome(
+            declare={out: (out.type, given), stacked: (out.type, ir.Shape([runs, *shape]))},
+            proven=[stacked],
+            then=lambda _: _read(ctx, (node, new), scope, body, plan, readers, after),
+        )
+
+    return Restructure(
+        plan=rebuilt,
+        # (the appended element's type, inferred when the body declares none)
+        declare={tensor: (tensor.type or plan.element_type, tensor.shape)},
+        records=[Record("loop-append-to-scan-output", f"carried value {j}")],
+        refused=refused,
+        then=declared,
     )
-    # declared, so that a runtime can shape the output of zero iterations ([0, 3], not [0])
-    tensor = body.outputs[-1]
-    tensor.shape = (
-        shape
-        if contradicts(tensor.shape, shape)
-        else fill_shape(tensor.shape, shape, numbers_win=True)
-    )
+
+
+def _read(
+    ctx: Context,
+    nodes: tuple[ir.Node, ir.Node],
+    scope: Scope,
+    body: ir.Graph,
+    plan: ScanPlan,
+    readers: list[ir.Node],
+    after: Callable[[ir.Node], Proposal],
+) -> Proposal:
+    """What read the final list reads the scan output (the last output of ``nodes``' second,
+    the Loop that replaced the first: what is built goes before the first, after it)."""
+    node, new = nodes
+    initial, shape = plan.initial, plan.shape
     stacked = new.outputs[-1]
-    stacked.type = tensor.type
-    stacked.shape = ir.Shape([ir.SymbolicDim(None) if plan.runs is None else plan.runs, *shape])
-    ctx.facts.proven.add(stacked)
+    proven: list[ir.Value] = []
     if plan.reshape:
         # zero iterations must still give [0, *element shape]: the initial elements have it
-        emit = edits.emitter(scope, node)
-        element_shape = emit.op("Shape", [initial.elements[-1]])
-        element_shape.type = ir.TensorType(ir.DataType.INT64)
+        emit = ctx.emitter(scope, node)
+        int64 = ir.TensorType(ir.DataType.INT64)
+        element_shape = emit.op("Shape", [initial.elements[-1]], type=int64)
         if _positive(shape):  # the -1 is always inferred
             target = emit.concat([emit.int64s([-1]), element_shape], 0)
-            fixed = emit.op("Reshape", [stacked, target])
+            fixed = emit.op("Reshape", [stacked, target], type=stacked.type, shape=stacked.shape)
         else:  # dims that may be 0: every dim literal (opset 14+, see plan)
-            whole = emit.op("Shape", [stacked])
-            whole.type = element_shape.type
-            count = emit.op("Gather", [whole, emit.int64s([0])], axis=0)
-            count.type, count.shape = element_shape.type, ir.Shape([1])
+            whole = emit.op("Shape", [stacked], type=int64)
+            first = [whole, emit.int64s([0])]
+            count = emit.op("Gather", first, type=int64, shape=ir.Shape([1]), axis=0)
             target = emit.concat([count, element_shape], 0)
-            fixed = emit.op("Reshape", [stacked, target], allowzero=1)
-        fixed.type, fixed.shape = stacked.type, stacked.shape
-        ctx.facts.proven.add(fixed)
+            fixed = emit.op(
+                "Reshape",
+                [stacked, target],
+                type=stacked.type,
+                shape=stacked.shape,
+                allowzero=1,
+            )
+        proven.append(fixed)
         stacked = fixed
     if plan.front:  # inserted at the front each time: the list is the scan output reversed
-        emit = edits.emitter(scope, node)
-        start, stop, axes, step = (
+        emit = ctx.emitter(scope, node)
+        bounds = [
             emit.int64s([-1]),
             emit.int64s([-(2**63)]),
             emit.int64s([0]),
             emit.int64s([-1]),
-        )
-        reversed_ = emit.op("Slice", [stacked, start, stop, axes, step])
-        reversed_.type, reversed_.shape = stacked.type, stacked.shape
-        ctx.facts.proven.add(reversed_)
+        ]
+        reversed_ = emit.op("Slice", [stacked, *bounds], type=stacked.type, shape=stacked.shape)
+        proven.append(reversed_)
         stacked = reversed_
+    uses: list[Use] = []
+    checked: set[ir.Value] = set()
     for reader in readers:
-        _rewrite_reader(ctx, scope_of(ctx, scope, reader), reader, stacked, rank, initial)
+        where = scope_of(ctx, scope, reader)
+        result = _rewrite_reader(ctx, where, reader, stacked, len(shape), initial, checked)
+        uses.append((reader.outputs[0], result, where))
     if len(new.inputs) > 2:  # other values are carried: their shapes, proven anew
-        give_carried_shapes(new, induction(ctx, scope, new, body)[1])
-    return new
+        declare = carried_shapes(new, induction(ctx, scope, new, body)[1])
+    else:
+        declare = {}
+    return Outcome(proven=proven, uses=uses, declare=declare, then=lambda _: after(new))
 
 
 def scope_of(ctx: Context, scope: Scope, reader: ir.Node) -> Scope:
@@ -193,41 +250,42 @@ def _rewrite_reader(
     stacked: ir.Value,
     rank: int,
     initial: StaticSequence,
-) -> None:
-    emit = ctx.edits.emitter(scope, reader)
+    checked: set[ir.Value],
+) -> ir.Value:
+    """What ``reader`` of the final list reads of the scan output ``stacked`` instead;
+    ``checked``: the scan outputs given a check already (once per list)."""
+    emit = ctx.emitter(scope, reader)
     n0 = len(initial)
-    out = reader.outputs[0]
+    int64 = ir.TensorType(ir.DataType.INT64)
     if reader.op_type == "SequenceLength":
         shape = emit.op("Shape", [stacked])
-        result = emit.op("Gather", [shape, emit.constant(np.array(0, dtype=np.int64))], axis=0)
-        if n0:
-            result = emit.op("Add", [result, emit.constant(np.array(n0, dtype=np.int64))])
-        result.type, result.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([])
-    elif reader.op_type == "SequenceAt":
+        first = emit.constant(np.array(0, dtype=np.int64))
+        if not n0:
+            return emit.op("Gather", [shape, first], type=int64, shape=ir.Shape([]), axis=0)
+        result = emit.op("Gather", [shape, first], axis=0)
+        n = emit.constant(np.array(n0, dtype=np.int64))
+        return emit.op("Add", [result, n], type=int64, shape=ir.Shape([]))
+    if reader.op_type == "SequenceAt":
         assert reader.inputs[1] is not None
         position, _ = ctx.const_int(reader.inputs[1])
         assert position is not None
         if 0 <= position < n0:
-            ctx.edits.replace(out, initial.elements[position], scope)
-            return
+            return initial.elements[position]
         index = emit.constant(
             np.array(position - n0 if position >= 0 else position, dtype=np.int64)
         )
-        result = ctx.edits.check(emit.op("Gather", [stacked, index], axis=0))
-        result.type = stacked.type
-        result.shape = ir.Shape(list(stacked.shape)[1:]) if stacked.shape is not None else None
-    else:
-        runs = stacked.shape[0] if stacked.shape is not None else None
-        if not n0 and not (isinstance(runs, int) and runs >= 1):
-            # no element before the loop and maybe no iteration: the list may be empty, and
-            # ConcatFromSequence of an empty list fails; so does reading row 0 of no rows: a
-            # check kept beside the value (it stays whatever reads it)
-            checks = ctx.edits.check_nodes
-            if not any(use.node in checks for use in stacked.uses()):  # (once per list)
-                first = ctx.edits.check(emit.op("Gather", [stacked, emit.int64s([0])], axis=0))
-                first.type = stacked.type
-        result = _concat_reader(emit, reader, stacked, rank, initial)
-    ctx.edits.replace(out, result, scope)
+        row = ir.Shape(list(stacked.shape)[1:]) if stacked.shape is not None else None
+        return emit.check(emit.op("Gather", [stacked, index], type=stacked.type, shape=row, axis=0))
+    runs = stacked.shape[0] if stacked.shape is not None else None
+    if not n0 and not (isinstance(runs, int) and runs >= 1):
+        # no element before the loop and maybe no iteration: the list may be empty, and
+        # ConcatFromSequence of an empty list fails; so does reading row 0 of no rows: a
+        # check kept beside the value (it stays whatever reads it)
+        checks = ctx.edits.check_nodes
+        if stacked not in checked and not any(use.node in checks for use in stacked.uses()):
+            checked.add(stacked)
+            emit.check(emit.op("Gather", [stacked, emit.int64s([0])], type=stacked.type, axis=0))
+    return _concat_reader(emit, reader, stacked, rank, initial)
 
 
 def _concat_reader(
@@ -241,10 +299,10 @@ def _concat_reader(
     moved = stacked
     if axis > 0:
         perm = [*range(1, axis + 1), 0, *range(axis + 1, rank + 1)]
-        moved = emit.op("Transpose", [stacked], perm=perm)
-        moved.type = stacked.type
-        if stacked.shape is not None:
-            moved.shape = ir.Shape([stacked.shape[p] for p in perm])
+        dims_moved = (
+            ir.Shape([stacked.shape[p] for p in perm]) if stacked.shape is not None else None
+        )
+        moved = emit.op("Transpose", [stacked], type=stacked.type, shape=dims_moved, perm=perm)
     if new_axis:
         result = moved
         front = [emit.unsqueeze(e, axis) for e in initial.elements]
@@ -255,7 +313,6 @@ def _concat_reader(
         merged = emit.merge_axes(moved, [*dims[:axis], runs, *dims[axis:]], axis, runs_some)
         assert merged is not None  # (plan checked there is a form)
         result = merged
-        result.type = stacked.type
         front = list(initial.elements)
     if front:
         result = emit.concat([*front, result], axis)
@@ -267,19 +324,31 @@ def _positive(shape: ir.Shape) -> bool:
     return all(isinstance(d, int) and d > 0 for d in shape)
 
 
-def scan_outputs(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> bool:
-    """Turn every list the loop appends to into a scan output (several lists: one by one);
-    for a list that starts static and cannot, say why in the Loop's reasons."""
-    converted = False
-    j = 0
+def scan_outputs(
+    ctx: Context,
+    node: ir.Node,
+    scope: Scope,
+    body: ir.Graph,
+    rest: Callable[[ir.Node], Proposal],
+    start: int = 0,
+) -> Proposal:
+    """Turn every list the loop appends to into a scan output (several lists: one by one,
+    from carried value ``start``); for a list that starts static and cannot, say why in the
+    Loop's reasons. None turned: ``rest(node)`` comes next."""
+    refused: list[tuple[ir.Node, str, str]] = []
+    j = start
     while j < len(node.inputs) - 2:
         found = plan(ctx, node, scope, body, j)
         if isinstance(found, str):
             if ctx.facts.static(node.inputs[2 + j]) is not None:
-                ctx.facts.loop_refused(node, "scan", found)
+                refused.append((node, "scan", found))
             j += 1
             continue
-        new = _apply(ctx, node, scope, body, j, found)
-        converted = ctx.edits.applied("loop-append-to-scan-output", node, f"carried value {j}")
-        node = new  # carried value j is gone: j now names the next one
-    return converted
+
+        def following(new: ir.Node, j: int = j) -> Proposal:
+            # carried value j is gone: j now names the next one
+            inner = new.attributes["body"].as_graph()
+            return scan_outputs(ctx, new, scope, inner, lambda _: Fold(), j)
+
+        return _apply(ctx, node, scope, body, j, found, refused, following)
+    return Outcome(refused=refused, then=lambda _: rest(node))

@@ -9,6 +9,8 @@ copies (unrolling would only multiply it).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import numpy as np
 import onnx_ir as ir
 
@@ -21,7 +23,16 @@ from seqpasses.transfer.loops.induction import declared_ones, stays_true
 from seqpasses.walk.budget import cost_of
 from seqpasses.walk.context import Context, Scope
 from seqpasses.walk.facts import Reason
-from seqpasses.walk.inline import inline_graph
+from seqpasses.walk.materialize import split_written
+from seqpasses.walk.outcomes import (
+    Inline,
+    Made,
+    Outcome,
+    Proposal,
+    Record,
+    Replace,
+    Trial,
+)
 
 __all__ = ["blocker", "plan_unrolling", "unroll"]
 
@@ -99,7 +110,7 @@ def _kept_lists(ctx: Context, node: ir.Node, carried: list[ir.Value | None]) -> 
         st = ctx.facts.stacked(value)
         if (
             st is not None
-            and ctx.edits.split_written(st, output=True)
+            and split_written(st, ctx.options.max_split, output=True)
             and written_back_unloadable(node.outputs[k], st.dtype, st.element)
         ):
             return (
@@ -143,7 +154,7 @@ def reads_outer_lists_only(ctx: Context, node: ir.Node, body: ir.Graph) -> bool:
     return trips * work > in_place
 
 
-def plan_unrolling(ctx: Context, node: ir.Node, scope: Scope) -> None:
+def plan_unrolling(ctx: Context, node: ir.Node, scope: Scope) -> Outcome | None:
     """Before the body is walked: whether this loop will be unrolled (a read at its counter
     is then left for the copies to fold, instead of becoming a Gather). A loop whose body only
     reads lists made outside it is not: its reads fold in place."""
@@ -154,60 +165,81 @@ def plan_unrolling(ctx: Context, node: ir.Node, scope: Scope) -> None:
         and not reads_outer_lists_only(ctx, node, body.as_graph())
         and not blocker(ctx, node, body.as_graph(), scope.opset)
     ):
-        ctx.facts.unrolling.add(node)
+        return Outcome(unrolling=True)
+    return None
 
 
-def unroll(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> str:
-    """Inline the body once per iteration and fold the copies; '' when done, else why not
-    (everything it made is undone)."""
+def unroll(
+    ctx: Context,
+    node: ir.Node,
+    scope: Scope,
+    body: ir.Graph,
+    otherwise: Callable[[str], Proposal],
+) -> Proposal:
+    """Inline the body once per iteration and fold the copies: a trial, undone when a
+    sequence op would stay in the copies (then ``otherwise(why)``)."""
     assert node.inputs[0] is not None
     count, _ = ctx.const_int(node.inputs[0])
     assert count is not None
     over = _over_budget(ctx, body, count, dry=False)
     if over is not None:
-        return str(over)
-    edits = ctx.edits
-    mark = edits.checkpoint()
-    emit = edits.emitter(scope, node)
+        return otherwise(str(over))
+    emit = ctx.emitter(scope, node)
     cond = node.inputs[1] if len(node.inputs) > 1 else None
     true = cond if cond is not None else emit.true()
-    carried = list(node.inputs[2:])
-    n_carried = len(carried)
-    scans: list[list[ir.Value]] = [[] for _ in body.outputs[1 + n_carried :]]
+    n_carried = len(node.inputs) - 2
     counter_dims = declared_ones(body.inputs[0])  # TorchScript declares it [1] at times
     if len(body.inputs) > 1 and declared_ones(body.inputs[1]) not in ((), None):
         true = emit.constant(np.ones(declared_ones(body.inputs[1]) or (), dtype=np.bool_))
-    for i in range(count):
-        number = np.full(counter_dims or (), i, dtype=np.int64)
-        bound = {body.inputs[0]: emit.constant(number), body.inputs[1]: true}
+    numbers = [emit.constant(np.full(counter_dims or (), i, dtype=np.int64)) for i in range(count)]
+
+    def bind(i: int, previous: Sequence[ir.Value]) -> dict[ir.Value, ir.Value]:
+        carried = list(node.inputs[2:]) if i == 0 else list(previous[1 : 1 + n_carried])
+        bound = {body.inputs[0]: numbers[i], body.inputs[1]: true}
         bound.update({body.inputs[2 + j]: v for j, v in enumerate(carried) if v is not None})
-        _, outputs = inline_graph(ctx, scope, node, body, bound)
-        carried = list(outputs[1 : 1 + n_carried])
-        for k, value in enumerate(outputs[1 + n_carried :]):
-            scans[k].append(value)
+        return bound
+
+    def folded(made: Made) -> Proposal | Reason:
+        return _folded(ctx, node, scope, made, count, n_carried)
+
+    inline = Inline(body, count, bind)
+    return Trial(
+        attempt=Outcome(inline=inline, then=folded),
+        otherwise=lambda why: otherwise(str(why)),
+    )
+
+
+def _folded(
+    ctx: Context, node: ir.Node, scope: Scope, made: Made, count: int, n_carried: int
+) -> Proposal | Reason:
+    """The unrolled copies (``made``), kept: the loop's outputs replaced by the last copy's
+    carried values and the scan outputs stacked; the reason to undo them instead."""
+    carried: list[ir.Value | None] = list(made.copies[-1][1 : 1 + n_carried])
+    n_scans = len(made.copies[-1]) - 1 - n_carried
+    scans = [[copy[1 + n_carried + k] for copy in made.copies] for k in range(n_scans)]
     roots = [v for v in carried if v is not None] + [v for values in scans for v in values]
-    left = edits.left_since(mark, roots)
+    left = made.left(roots)
     kept = _kept_lists(ctx, node, carried)
     if kept and not left:
-        edits.rollback(mark)
-        return kept
+        return Reason("copies", kept)
     if left:
         cause = next((n for n in left if n in ctx.facts.reasons), left[0])
         why = ctx.facts.reasons.get(cause) or "needed as a sequence"
-        edits.rollback(mark)
-        return (
+        return Reason(
+            "copies",
             f"unrolling would leave {len(left)} sequence op(s) in the copies "
-            f"({cause.op_type}: {why})"
+            f"({cause.op_type}: {why})",
         )
+    emit = ctx.emitter(scope, node)
     finals: list[ir.Value] = [v for v in carried if v is not None]
     for values in scans:
         for value in values:
             scope.shapes.shape(value)  # type and shape for the Unsqueeze
         parts = [emit.unsqueeze(v, 0) for v in values]
         finals.append(parts[0] if len(parts) == 1 else emit.concat(parts, 0))
-    for old, new in zip(node.outputs, finals, strict=True):
-        ctx.facts.values.pop(old, None)
-        edits.replace(old, new, scope)
-    edits.retire(node)
-    edits.applied("loop-unroll", node, f"{count} iterations")
-    return ""
+    return Replace(
+        forget=list(node.outputs),
+        uses=list(zip(node.outputs, finals, strict=True)),
+        retire=[node],
+        records=[Record("loop-unroll", f"{count} iterations")],
+    )
