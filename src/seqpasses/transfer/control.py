@@ -175,6 +175,28 @@ def _if_static_sequences(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
         "else_branch": (branches[1], forms[1]),
     }
     count = len(forms[0].outputs or ())
+    held, moved = _held(node, dropped, converted, stacked)
+    plan = Rebuild(node, [node.inputs[0]], bodies, count, moved=moved)
+    detail = f"{len(converted)} sequence output(s) as tensors" if converted else ""
+    if stacked:
+        detail += ("; " if detail else "") + f"{len(stacked)} as one [n, *E] tensor each"
+    if dropped:
+        detail += ("; " if detail else "") + f"{len(dropped)} unread list output(s) dropped"
+    rule = (
+        "if-static-sequences" if converted else "if-stacked-lists" if stacked else "if-unread-lists"
+    )
+    return Restructure(plan=plan, held=held, records=[Record(rule, detail)])
+
+
+def _held(
+    node: ir.Node,
+    dropped: set[int],
+    converted: dict[int, tuple[StaticSequence, StaticSequence]],
+    stacked: dict[int, tuple[StackedSequence, StackedSequence]],
+) -> tuple[dict[ir.Value, Listed | Stacked], dict[int, int]]:
+    """What each output of the If remade with its lists' elements (``converted``) or tensors
+    (``stacked``) as outputs stands for: the lists, by the new outputs they are made of; the
+    other outputs, the new output each moves to."""
     held: dict[ir.Value, Listed | Stacked] = {}
     moved: dict[int, int] = {}
     index = 0
@@ -200,16 +222,7 @@ def _if_static_sequences(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
         else:
             moved[k] = index
         index += 1
-    plan = Rebuild(node, [node.inputs[0]], bodies, count, moved=moved)
-    detail = f"{len(converted)} sequence output(s) as tensors" if converted else ""
-    if stacked:
-        detail += ("; " if detail else "") + f"{len(stacked)} as one [n, *E] tensor each"
-    if dropped:
-        detail += ("; " if detail else "") + f"{len(dropped)} unread list output(s) dropped"
-    rule = (
-        "if-static-sequences" if converted else "if-stacked-lists" if stacked else "if-unread-lists"
-    )
-    return Restructure(plan=plan, held=held, records=[Record(rule, detail)])
+    return held, moved
 
 
 def _if(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:

@@ -69,6 +69,32 @@ def map_stacked(
     over = ctx.budget.spend(*cost_of(body), "a Loop over the list")
     if over is not None:
         return _fail(over)
+    copy, form, loop = _as_loop(ctx, node, scope, body, held)
+    unloadable = len(ctx.edits.unloadable)
+
+    def walked(made: Made) -> Proposal | Reason:
+        return _kept(ctx, node, scope, (copy, loop), first, unloadable)
+
+    attempt = Outcome(
+        clones=[(copy, body)],
+        bodies=[(copy, form)],
+        add=[(loop, node)],
+        walk=[(copy, loop, "body")],
+        then=walked,
+    )
+    return Trial(attempt=attempt, otherwise=lambda why: Leave(reason=why), drop=[copy])
+
+
+def _as_loop(
+    ctx: Context,
+    node: ir.Node,
+    scope: Scope,
+    body: ir.Graph,
+    held: dict[int, StackedSequence],
+) -> tuple[ir.Graph, BodyForm, ir.Node]:
+    """A copy of the map's body, the form that makes it the body of a Loop over the lists
+    ``held`` as one tensor (by input index), and that Loop (built whole, in no graph)."""
+    first = next(iter(held.values()))
     copy = body.clone(allow_outer_scope_values=True)
     int64, boolean = ir.TensorType(ir.DataType.INT64), ir.TensorType(ir.DataType.BOOL)
     count = ir.Value(name=f"{node.name or 'map'}_i", type=int64, shape=ir.Shape([]))
@@ -101,41 +127,45 @@ def map_stacked(
         num_outputs=len(node.outputs),
         name=ctx.edits.next_name(node.name or "SequenceMap", "Loop"),
     )
-    unloadable = len(ctx.edits.unloadable)
+    return copy, form, loop
 
-    def walked(made: Made) -> Proposal | Reason:
-        inner = scope.inner(copy, subgraph_path(scope.path, loop, "body"))
-        why = _why_not(ctx, inner, copy, len(node.outputs), first)
-        if why is None and len(ctx.edits.unloadable) > unloadable:
-            text = "the body would write a list back by a SplitToSequence ONNX Runtime lacks"
-            why = Reason("unknown-sequence", text)
-        if why is not None:
-            return why
-        declare: dict[ir.Value, Declared] = {}
-        values: dict[ir.Value, AbstractValue] = {}
-        for k, old in enumerate(node.outputs):
-            out, element = loop.outputs[k], inner.shapes.shape(copy.outputs[1 + k])
-            assert element is not None
-            made_type = copy.outputs[1 + k].type
-            # declared: a zero-iteration scan output's shape
-            declare[copy.outputs[1 + k]] = (made_type, element)
-            declare[out] = (made_type, ir.Shape([first.length, *element]))
-            dtype = made_type.dtype if made_type is not None else None
-            values[old] = StackedSequence(
-                out, first.length, element, dtype, first.least, first.checked, first.guard
-            )  # (its trip count is read off a checked tensor: so is its length)
-        n = len(node.outputs)
-        record = Record("sequence-map-loop", f"a Loop over n with {n} scan output(s)")
-        return Fold(declare=declare, values=values, records=[record])
 
-    attempt = Outcome(
-        clones=[(copy, body)],
-        bodies=[(copy, form)],
-        add=[(loop, node)],
-        walk=[(copy, loop, "body")],
-        then=walked,
-    )
-    return Trial(attempt=attempt, otherwise=lambda why: Leave(reason=why), drop=[copy])
+def _kept(
+    ctx: Context,
+    node: ir.Node,
+    scope: Scope,
+    built: tuple[ir.Graph, ir.Node],
+    first: StackedSequence,
+    unloadable: int,
+) -> Proposal | Reason:
+    """The Loop (``built``: its body, walked, and itself) as the map, when no sequence op
+    stayed in its body and every output has a shape that holds every iteration; else why
+    not (the trial is undone). ``unloadable``: the write-backs ONNX Runtime cannot load
+    before the walk of the body."""
+    copy, loop = built
+    inner = scope.inner(copy, subgraph_path(scope.path, loop, "body"))
+    why = _why_not(ctx, inner, copy, len(node.outputs), first)
+    if why is None and len(ctx.edits.unloadable) > unloadable:
+        text = "the body would write a list back by a SplitToSequence ONNX Runtime lacks"
+        why = Reason("unknown-sequence", text)
+    if why is not None:
+        return why
+    declare: dict[ir.Value, Declared] = {}
+    values: dict[ir.Value, AbstractValue] = {}
+    for k, old in enumerate(node.outputs):
+        out, element = loop.outputs[k], inner.shapes.shape(copy.outputs[1 + k])
+        assert element is not None
+        made_type = copy.outputs[1 + k].type
+        # declared: a zero-iteration scan output's shape
+        declare[copy.outputs[1 + k]] = (made_type, element)
+        declare[out] = (made_type, ir.Shape([first.length, *element]))
+        dtype = made_type.dtype if made_type is not None else None
+        values[old] = StackedSequence(
+            out, first.length, element, dtype, first.least, first.checked, first.guard
+        )  # (its trip count is read off a checked tensor: so is its length)
+    n = len(node.outputs)
+    record = Record("sequence-map-loop", f"a Loop over n with {n} scan output(s)")
+    return Fold(declare=declare, values=values, records=[record])
 
 
 def _why_not(

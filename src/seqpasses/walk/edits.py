@@ -1,12 +1,15 @@
-"""Every change the walk makes to a graph goes through :class:`Edits`.
+"""Every change the walk makes to a graph goes through :class:`Edits`, the applier's writer.
 
-Replacing a value, writing a static sequence back as a canonical ``SequenceConstruct`` (for a
-consumer or a graph output that needs a sequence), recording a rewrite, and undoing a
-speculative one (:meth:`Edits.checkpoint` / :meth:`Edits.rollback`: an unrolling whose copies
-would keep a sequence op). This is the only place that knows about a dry walk (the analysis
-behind shape inference): there it records what a rewrite would give and changes nothing.
-Two parts live in their own modules, mixed in: what stays at the end (walk/keep.py) and the
-writing of lists back as sequences (walk/materialize.py).
+The applier (:mod:`seqpasses.walk.apply`) writes what transfers propose through it:
+replacing a value, writing a static sequence back as a canonical ``SequenceConstruct`` (for a
+consumer or a graph output that needs a sequence), recording a rewrite, and undoing a trial
+(:meth:`Edits.checkpoint` / :meth:`Edits.rollback`: an unrolling whose copies would keep a
+sequence op). Transfers see it only through a read-only view (``Written`` in
+:mod:`seqpasses.walk.context`). This is the only place that knows about a dry walk (the
+analysis behind shape inference): there it records what a rewrite would give and changes
+nothing. Parts live in their own modules, mixed in: what stays at the end (walk/keep.py),
+the writing of lists back as sequences (walk/materialize.py), and rebuilding control flow
+(walk/outcomes.py).
 """
 
 from __future__ import annotations
@@ -223,7 +226,7 @@ class Edits(KeepMixin, MaterializeMixin, OutcomesMixin):
                 target = written or (new if fresh else self.emitter(scope, None).identity(new))
             else:
                 target = new if fresh else self.emitter(scope, None).identity(new)
-            self._take_output_slot(scope, index, old, target)
+            self.take_output_slot(scope, index, old, target)
         if contradicts(old.shape, new.shape):  # what reads it was declared for the old shape
             self.diverged.append(new)
         old.replace_all_uses_with(new)
@@ -236,7 +239,10 @@ class Edits(KeepMixin, MaterializeMixin, OutcomesMixin):
             value = self.forwarded[value]
         return value
 
-    def _take_output_slot(self, scope: Scope, index: int, old: ir.Value, new: ir.Value) -> None:
+    def take_output_slot(self, scope: Scope, index: int, old: ir.Value, new: ir.Value) -> None:
+        """``new`` takes graph output ``index`` of ``scope``'s graph from ``old``: its name,
+        its declared type, and its declared shape where that holds (a contradicted one is
+        replaced, with a note)."""
         name = old.name
         old.name = f"{name}__seqpasses_replaced" if name else None
         new.name = name

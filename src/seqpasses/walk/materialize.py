@@ -51,7 +51,7 @@ class MaterializeMixin:
     applied: Callable[[str, ir.Node, str], bool]
     written_back: Callable[[ir.Node, Rewrite], None]
     applied_output: Callable[[str, ir.Value, Scope, str], None]
-    _take_output_slot: Callable[[Scope, int, ir.Value, ir.Value], None]
+    take_output_slot: Callable[[Scope, int, ir.Value, ir.Value], None]
 
     def is_canonical(self, value: ir.Value, seq: StaticSequence | StackedSequence) -> bool:
         producer = value.producer()
@@ -294,7 +294,7 @@ class MaterializeMixin:
                 written = self.write_back(out, stacked, scope, None, out, output=True)
                 if written is None:
                     continue  # (the list the model computes stays the output)
-                self._take_output_slot(scope, index, out, written)
+                self.take_output_slot(scope, index, out, written)
                 maker = written.producer()
                 assert maker is not None
                 detail = "SplitToSequence of [n, *E]"
@@ -311,7 +311,7 @@ class MaterializeMixin:
                 value = cached  # already built for a consumer: the output takes it over
             else:
                 value = self.materialize(seq, scope, None, out)
-            self._take_output_slot(scope, index, out, value)
+            self.take_output_slot(scope, index, out, value)
             self.applied_output("canonical-sequence-output", out, scope, f"{len(seq)} elements")
 
 

@@ -1,30 +1,30 @@
-"""What a transfer proposes for control flow, and how ``walk/`` applies it.
+"""What a transfer proposes, as values: the applier (:mod:`seqpasses.walk.apply`) writes it.
 
-A transfer never changes a graph itself (``tests/test_structure.py`` scans ``transfer/`` for
-such calls). For a straight-line op it builds new nodes with the emitter ``ctx.edits`` gives
-it and hands the replacement to :meth:`Edits.replace`. For control flow it describes the new
-form and hands that over:
+A transfer never changes a graph or the walk's facts (``tests/test_structure.py`` scans
+``transfer/`` for every form of write); it returns a :data:`Proposal`:
 
-- :class:`BodyForm`: what a body (a clone, or the body its node gives up) becomes: its inputs
-  and outputs in order, the nodes its new form replaces, uses moved from one value to another;
-- :class:`Rebuild`: a control-flow node remade with new inputs, bodies and outputs, and which
-  of its old outputs the new ones stand for.
+- :class:`Fold`: the node's results are known lists; :class:`Replace`: its results are other
+  values (the uses move); :class:`Restructure`: a control-flow node remade by a
+  :class:`Rebuild` (its bodies given a :class:`BodyForm`); :class:`Leave`: it stays, with its
+  reason; every :class:`Outcome` may also declare types, record rewrites (:class:`Record`),
+  inline copies of a body (:class:`Inline`), walk a body again, and name its next step
+  (``then``: a function of what the applier :class:`Made`);
+- :class:`Trial`: an attempt the applier undoes when a step of it gives a reason.
 
-:class:`OutcomesMixin` (mixed into :class:`~seqpasses.walk.edits.Edits`) applies them, and
-holds the few other changes a transfer may ask for: taking out nodes a rewrite replaced inside
-a body, dropping a discarded copy, retiring the subgraphs of a node whose work was inlined,
-setting an attribute, putting a node a transfer built whole (a Loop) into the graph.
+:class:`OutcomesMixin` (mixed into :class:`~seqpasses.walk.edits.Edits`, the applier's
+writer) applies a :class:`Rebuild` and the few graph changes outcomes name: taking out nodes a
+rewrite replaced inside a body, dropping a discarded copy, retiring the subgraphs of a node
+whose work was inlined, setting an attribute, putting a node built whole (a Loop) into the
+graph, sweeping a body.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import onnx_ir as ir
 
-from seqpasses.core.emit import Emitter
 from seqpasses.core.graph import detach, drop_nodes_of, drop_subgraphs, rebuild, subgraphs
 from seqpasses.core.sequence import Reason, StackedSequence, StaticSequence, Unknown
 from seqpasses.walk.facts import Facts
@@ -277,12 +277,6 @@ class OutcomesMixin:
     rebuilt: Callable[[ir.Node, ir.Node, Scope], None]
     replace: Callable[[ir.Value, ir.Value, Scope], None]
     holds_failure: Callable[..., bool]
-
-    def body_emitter(self, graph: ir.Graph, anchor: ir.Node | None, opset: int) -> Emitter:
-        """An emitter into a body being built (a clone, or one its node gives up), before
-        ``anchor`` (at the end when ``None``)."""
-        owner: Any = self  # (Edits: the Owner every emitter records with)
-        return Emitter(graph, anchor, opset, owner)
 
     def shape_body(self, graph: ir.Graph, form: BodyForm) -> None:
         """Give ``graph`` the form ``form`` describes."""

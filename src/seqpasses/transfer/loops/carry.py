@@ -191,14 +191,41 @@ def _proven_in_copy(
     }
 
 
+def _lists(
+    ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph
+) -> tuple[dict[int, Carried], list[tuple[ir.Node, str, str]]]:
+    """The lists the loop carries that can be carried as one tensor each, by carried index,
+    and why the others cannot."""
+    lists: dict[int, Carried] = {}
+    refused: list[tuple[ir.Node, str, str]] = []
+    for j in range(len(node.inputs) - 2):
+        initial = node.inputs[2 + j]
+        if initial is None or not isinstance(body.inputs[2 + j].type, ir.SequenceType | None):
+            continue
+        held = isinstance(ctx.facts.values.get(initial), StaticSequence | StackedSequence)
+        typed = (initial.type, body.inputs[2 + j].type)
+        if not held and not any(isinstance(t, ir.SequenceType) for t in typed):
+            continue
+        found = _element(ctx, scope, node, body, j)
+        if isinstance(found, str):
+            refused.append((node, "stacked", found))
+        elif written_back_unloadable(node.outputs[j], found[1][1], found[1][0]):
+            text = (
+                f"a list of {found[1][1]} read as a list after the loop could only be written "
+                "back by a SplitToSequence ONNX Runtime has no kernel for"
+            )
+            refused.append((node, "stacked", text))
+        else:
+            lists[j] = found
+    return lists, refused
+
+
 def carry_stacked(
     ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph, rest: Callable[[], Proposal]
 ) -> Proposal:
     """Carry each list the loop carries as one tensor (see the module docstring): a trial on a
     copy of the body; else (and for each list that cannot be) why, and ``rest()``."""
-    carried = len(node.inputs) - 2
-    lists: dict[int, Carried] = {}
-    refused: list[tuple[ir.Node, str, str]] = []
+    lists, refused = _lists(ctx, node, scope, body)
 
     def why(text: str) -> tuple[ir.Node, str, str]:
         return (node, "stacked", text)
@@ -211,25 +238,6 @@ def carry_stacked(
         failed = Outcome(then=lambda _: Reason("unknown-sequence", text))
         return Trial(attempt=failed, otherwise=otherwise)
 
-    for j in range(carried):
-        initial = node.inputs[2 + j]
-        if initial is None or not isinstance(body.inputs[2 + j].type, ir.SequenceType | None):
-            continue
-        held = isinstance(ctx.facts.values.get(initial), StaticSequence | StackedSequence)
-        typed = (initial.type, body.inputs[2 + j].type)
-        if not held and not any(isinstance(t, ir.SequenceType) for t in typed):
-            continue
-        found = _element(ctx, scope, node, body, j)
-        if isinstance(found, str):
-            refused.append(why(found))
-        elif written_back_unloadable(node.outputs[j], found[1][1], found[1][0]):
-            text = (
-                f"a list of {found[1][1]} read as a list after the loop could only be written "
-                "back by a SplitToSequence ONNX Runtime has no kernel for"
-            )
-            refused.append(why(text))
-        else:
-            lists[j] = found
     if not lists:
         return Trial(
             attempt=Outcome(then=lambda _: Reason("unknown-sequence", "")),

@@ -9,7 +9,7 @@ touching the graph; :func:`lift_reads` applies.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import onnx_ir as ir
@@ -136,7 +136,38 @@ def lift_reads(
             records=[record],
             then=lambda _: after(node, True),
         )
-    # l[-1]: the element appended last, carried (the initial list's last one to begin with)
+    rebuilt, lifted_uses = _carrying_lasts(ctx, node, body, lasts, replaced, body_scope)
+    uses += lifted_uses
+    gone += [reader for _, last_reads in lasts for reader in last_reads]
+
+    def lifted(made: Made) -> Proposal:
+        assert made.new is not None
+        return after(made.new, True)
+
+    return Restructure(
+        plan=rebuilt,
+        declare=declare,
+        uses=uses,
+        take_out=gone,
+        records=[record],
+        then=lifted,
+    )
+
+
+def _carrying_lasts(
+    ctx: Context,
+    node: ir.Node,
+    body: ir.Graph,
+    lasts: list[tuple[int, list[ir.Node]]],
+    lifted: Mapping[ir.Value, ir.Value],
+    body_scope: Scope,
+) -> tuple[Rebuild, list[Use]]:
+    """The Loop that carries, for each list of ``lasts`` (its index, its ``l[-1]`` reads), the
+    element appended last (the initial list's last one to begin with), and the uses of the
+    reads that move to it (``lifted``: what the other reads became)."""
+    uses: list[Use] = []
+    replaced = dict(lifted)
+    carried = len(node.inputs) - 2
     new_inputs = list(node.inputs)
     body_inputs = list(body.inputs)
     lasts_out: list[ir.Value] = []
@@ -155,7 +186,6 @@ def lift_reads(
         for reader in last_reads:
             uses.append((reader.outputs[0], last_in, body_scope))
             replaced[reader.outputs[0]] = last_in
-            gone.append(reader)
         # (l.append(l[-1]) appends what it just lifted: the body's new input, which the
         # new form returns through an Identity)
         lasts_out.append(replaced.get(tensor) or ctx.edits.current(tensor))
@@ -166,17 +196,4 @@ def lift_reads(
     added = len(lasts)
     moved = {k: k if k < carried else k + added for k in range(len(node.outputs))}
     count = len(node.outputs) + added
-    rebuilt = Rebuild(node, new_inputs, {"body": (body, form)}, count, moved, facts=True)
-
-    def lifted(made: Made) -> Proposal:
-        assert made.new is not None
-        return after(made.new, True)
-
-    return Restructure(
-        plan=rebuilt,
-        declare=declare,
-        uses=uses,
-        take_out=gone,
-        records=[record],
-        then=lifted,
-    )
+    return Rebuild(node, new_inputs, {"body": (body, form)}, count, moved, facts=True), uses

@@ -162,16 +162,57 @@ def _apply(
 ) -> Proposal | None:
     """Carry list ``j`` as a tensor, then ``after(the Loop that replaces node)`` (None:
     nothing changes, no empty tensor of the element's shape can be made)."""
-    carried = len(node.inputs) - 2
-    start: ir.Value | None
+    start: ir.Value | None = None
     if p.axis is not None:
         start = _start(ctx, scope, node, p)
         if start is None:
             return None
-    else:
-        start = None
-    int64 = ir.TensorType(ir.DataType.INT64)
-    scalar = ir.Shape([])
+    rebuilt = _rebuilt(ctx, node, scope, body, j, p, start)
+    readers = [use.node for use in node.outputs[j].uses()]
+    carried = len(node.inputs) - 2
+    extra = rebuilt.num_outputs - len(node.outputs)  # (a count carried beside the list)
+    free = free_shape(ctx, scope, p)
+
+    def made_new(made: Made) -> Proposal:
+        new = made.new
+        assert new is not None
+        acc = new.outputs[j] if start is not None else None
+        count = (new.outputs[carried] if extra else new.outputs[j]) if p.count else None
+        declare: dict[ir.Value, Declared] = {}
+        if acc is not None:  # (proven: an enclosing loop's induction reads them)
+            declare[acc] = (ir.TensorType(p.dtype), free)
+        if count is not None:
+            declare[count] = (ir.TensorType(ir.DataType.INT64), ir.Shape([]))
+        return Outcome(
+            declare=declare,
+            proven=[v for v in (acc, count) if v is not None],
+            then=lambda _: _read(ctx, scope, p, readers, acc, count, lambda: after(new)),
+        )
+
+    detail = f"carried list {j}" + (
+        f" as its concatenation along axis {p.axis}" if p.axis is not None else ""
+    )
+    return Restructure(
+        plan=rebuilt,
+        refused=refused,
+        records=[Record("loop-running-concat", detail)],
+        then=made_new,
+    )
+
+
+def _rebuilt(
+    ctx: Context,
+    node: ir.Node,
+    scope: Scope,
+    body: ir.Graph,
+    j: int,
+    p: RunningPlan,
+    start: ir.Value | None,
+) -> Rebuild:
+    """The Loop that carries list ``j`` as its running concatenation from ``start`` (None:
+    only its count is read)."""
+    carried = len(node.inputs) - 2
+    int64, scalar = ir.TensorType(ir.DataType.INT64), ir.Shape([])
     emit = ctx.emitter(scope, node)
     inner = ctx.body_emitter(body, p.insert, scope.opset)
     free = free_shape(ctx, scope, p)
@@ -215,40 +256,10 @@ def _apply(
         for k, value in enumerate(body_outputs)
     ]
     form = BodyForm(inputs=body_inputs, outputs=body_outputs, drop=[p.insert])
-
-    # -- the loop node
     extra = int(start is not None and count_in is not None)
     moved = {k: k if k < carried else k + extra for k in range(len(node.outputs)) if k != j}
     size = len(node.outputs) + extra
-    rebuilt = Rebuild(node, loop_inputs, {"body": (body, form)}, size, moved)
-    readers = [use.node for use in node.outputs[j].uses()]
-
-    def made_new(made: Made) -> Proposal:
-        new = made.new
-        assert new is not None
-        acc = new.outputs[j] if start is not None else None
-        count = (new.outputs[carried] if extra else new.outputs[j]) if p.count else None
-        declare: dict[ir.Value, Declared] = {}
-        if acc is not None:  # (proven: an enclosing loop's induction reads them)
-            declare[acc] = (ir.TensorType(p.dtype), free)
-        if count is not None:
-            declare[count] = (int64, scalar)
-        proven = [v for v in (acc, count) if v is not None]
-        return Outcome(
-            declare=declare,
-            proven=proven,
-            then=lambda _: _read(ctx, scope, p, readers, acc, count, lambda: after(new)),
-        )
-
-    detail = f"carried list {j}" + (
-        f" as its concatenation along axis {p.axis}" if p.axis is not None else ""
-    )
-    return Restructure(
-        plan=rebuilt,
-        refused=refused,
-        records=[Record("loop-running-concat", detail)],
-        then=made_new,
-    )
+    return Rebuild(node, loop_inputs, {"body": (body, form)}, size, moved)
 
 
 def _read(
