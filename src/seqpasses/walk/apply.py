@@ -61,21 +61,27 @@ class _Failed(Exception):
 def place(edits: Edits, tape: Tape) -> None:
     """Put the tape's nodes into their graphs, in the order they were recorded (in a dry walk,
     nowhere), and keep its checks and notes."""
-    if not edits.dry:
-        for graph, anchor, node in tape.entries:
-            if anchor is None:
-                graph.append(node)
-            else:
-                graph.insert_before(anchor, node)
-    for value in tape.checks:
-        edits.check(value)
-    for text in tape.notes:
-        edits.note(text)
-    edits.diverged.extend(tape.diverged)
-    tape.entries.clear()
-    tape.checks.clear()
-    tape.notes.clear()
-    tape.diverged.clear()
+    if tape.entries:
+        if not edits.dry:
+            for graph, anchor, node in tape.entries:
+                if anchor is None:
+                    graph.append(node)
+                else:
+                    graph.insert_before(anchor, node)
+        tape.entries.clear()
+    if tape.checks:
+        for value in tape.checks:
+            edits.check(value)
+        tape.checks.clear()
+    if tape.diverged:
+        for text in tape.notes:
+            edits.note(text)
+        edits.diverged.extend(tape.diverged)
+        tape.notes.clear()
+        tape.diverged.clear()
+
+
+_NOTHING = Made()  # (what a write with no next step made: nothing it asks about)
 
 
 class Applier:
@@ -87,13 +93,20 @@ class Applier:
         self.edits = edits
         self.facts = ctx.facts
 
-    def apply(
-        self, proposal: Proposal, node: ir.Node, scope: Scope, tape: Tape, mark: Checkpoint
-    ) -> bool:
-        """Write ``proposal``, made for ``node`` in ``scope`` after ``mark`` (where the records
-        stood before the transfer ran); whether the node was handled (else the walker's
-        fallback gives it its sequence inputs in canonical form)."""
-        return self._proposal(proposal, node, scope, tape, mark, inside=False)
+    def apply(self, proposal: Proposal, node: ir.Node, scope: Scope, tape: Tape) -> bool:
+        """Write ``proposal``, made for ``node`` in ``scope`` by a transfer whose nodes are on
+        ``tape``; whether the node was handled (else the walker's fallback gives it its
+        sequence inputs in canonical form)."""
+        if isinstance(proposal, Trial) or proposal.then is not None:
+            return self._proposal(proposal, node, scope, tape, None)
+        self._write(proposal, node, scope, tape, None)  # (most visits: no step follows)
+        return proposal.handled
+
+    def _mark(self, tape: Tape) -> Checkpoint:
+        """Where the records stood before ``tape``'s transfer (or step) ran: nothing but the
+        tape's nodes was made since (a transfer writes nothing)."""
+        edits = self.edits
+        return Checkpoint(tape.start, edits.journal.lengths(), edits.rewrote)
 
     def _proposal(
         self,
@@ -101,23 +114,24 @@ class Applier:
         node: ir.Node,
         scope: Scope,
         tape: Tape,
-        mark: Checkpoint,
-        inside: bool,
+        trial: Checkpoint | None,
     ) -> bool:
+        """Write ``proposal`` (``trial``: inside a trial, where it began)."""
         if not isinstance(proposal, Trial):
-            return self._chain(proposal, node, scope, tape, mark, inside)
+            return self._chain(proposal, node, scope, tape, trial)
         edits = self.edits
+        mark = self._mark(tape)
         try:
-            return self._chain(proposal.attempt, node, scope, tape, mark, inside=True)
+            return self._chain(proposal.attempt, node, scope, tape, mark)
         except _Failed as failed:
             reason = failed.reason
         for graph in proposal.drop:
             edits.discard(graph)
         edits.rollback(mark)
-        fresh, again = Tape(edits), edits.checkpoint()
+        fresh = Tape(edits)
         following = self._step(proposal.otherwise, reason, fresh)
         assert not isinstance(following, Reason)
-        return self._proposal(following, node, scope, fresh, again, inside)
+        return self._proposal(following, node, scope, fresh, trial)
 
     def _step(
         self, make: Callable[[T], Proposal | Reason], given: T, tape: Tape
@@ -138,32 +152,90 @@ class Applier:
         node: ir.Node,
         scope: Scope,
         tape: Tape,
-        mark: Checkpoint,
-        inside: bool,
+        trial: Checkpoint | None,
     ) -> bool:
         """Write ``outcome`` and the steps that follow it; whether the last one handled the
-        node. In a trial (``inside``, since ``mark``) a step may give a reason: the trial
-        fails."""
+        node. Inside a trial (begun at ``trial``) a step may give a reason: the trial fails."""
         while True:
-            made = self._write(outcome, node, scope, tape, mark)
+            made = self._write(outcome, node, scope, tape, trial)
             then = outcome.then
             if then is None:
                 return outcome.handled
-            tape, again = Tape(self.edits), self.edits.checkpoint()
+            tape = Tape(self.edits)
             following = self._step(then, made, tape)
             if isinstance(following, Reason):
-                assert inside, f"a step outside a trial failed: {following}"
+                assert trial is not None, f"a step outside a trial failed: {following}"
                 raise _Failed(following)
             if isinstance(following, Trial):
-                return self._proposal(following, node, scope, tape, again, inside)
+                return self._proposal(following, node, scope, tape, trial)
             outcome = following
 
     def _write(
-        self, outcome: Outcome, node: ir.Node, scope: Scope, tape: Tape, mark: Checkpoint
+        self,
+        outcome: Outcome,
+        node: ir.Node,
+        scope: Scope,
+        tape: Tape,
+        trial: Checkpoint | None,
+    ) -> Made:
+        """Write ``outcome`` (after its transfer's ``tape``); what was made, for its next
+        step."""
+        if (
+            outcome.then is not None
+            or outcome.clones
+            or outcome.bodies
+            or outcome.add
+            or outcome.inline is not None
+            or outcome.walk
+            or outcome.sweep
+            or outcome.discard
+            or outcome.forget
+            or outcome.take_out
+            or outcome.retire
+            or outcome.attributes
+            or outcome.refused
+            or outcome.noted
+            or outcome.unrolling is not None
+            or outcome.optionals
+            or outcome.proven
+            or outcome.diverged
+            or outcome.notes
+            or isinstance(outcome, Restructure)
+            or (isinstance(outcome, Fold) and outcome.canonical_inputs)
+        ):
+            return self._write_all(outcome, node, scope, tape, trial)
+        # what most visits propose (a list known, a value replaced): the same order, less to ask
+        edits, facts = self.edits, self.facts
+        place(edits, tape)
+        for value, (type_, shape) in outcome.declare.items():
+            value.type, value.shape = type_, shape
+        if outcome.values:
+            facts.values.update(outcome.values)
+        for value, seq in outcome.canonical.items():
+            edits.known_canonical(value, seq, scope)
+        for use in outcome.uses:
+            edits.replace(use[0], use[1], use[2] if len(use) == 3 else scope)
+        for record in outcome.records:
+            if record.computed:
+                edits.computed(record.rule, node, record.detail)
+            else:
+                edits.applied(record.rule, node, record.detail)
+        if isinstance(outcome, Leave) and outcome.reason is not None:
+            facts.leave(node, outcome.reason)
+        return _NOTHING
+
+    def _write_all(
+        self,
+        outcome: Outcome,
+        node: ir.Node,
+        scope: Scope,
+        tape: Tape,
+        trial: Checkpoint | None,
     ) -> Made:
         edits, facts = self.edits, self.facts
         made = Made()
-        made.left = lambda roots: edits.left_since(mark, roots)
+        if trial is not None:
+            made.left = lambda roots: edits.left_since(trial, roots)
         for copy, graph in outcome.clones:  # (before the tape adds to a copy)
             edits.record_clone(copy, graph)
         place(edits, tape)
@@ -179,8 +251,10 @@ class Applier:
             made.new = self._restructure(outcome, scope)
         for value in outcome.forget:
             facts.values.pop(value, None)
-        facts.values.update(outcome.values)
-        facts.optionals.update(outcome.optionals)
+        if outcome.values:
+            facts.values.update(outcome.values)
+        if outcome.optionals:
+            facts.optionals.update(outcome.optionals)
         for value, seq in outcome.canonical.items():
             edits.known_canonical(value, seq, scope)
         if isinstance(outcome, Fold) and outcome.canonical_inputs:
@@ -191,15 +265,18 @@ class Applier:
             facts.unrolling.discard(node)
         for use in outcome.uses:
             edits.replace(use[0], use[1], use[2] if len(use) == 3 else scope)
-        edits.take_out(outcome.take_out)
+        if outcome.take_out:
+            edits.take_out(outcome.take_out)
         for retired in outcome.retire:
             edits.retire(retired)
         for target, attr in outcome.attributes:
             edits.set_attribute(target, attr)
         for graph, owner, slot in outcome.walk:
             self.ctx.walk.rewalk(graph, scope, owner, slot)
-        edits.diverged.extend(outcome.diverged)
-        facts.proven.update(outcome.proven)
+        if outcome.diverged:
+            edits.diverged.extend(outcome.diverged)
+        if outcome.proven:
+            facts.proven.update(outcome.proven)
         for text in outcome.notes:
             edits.note(text)
         for loop, attempt, text in outcome.refused:

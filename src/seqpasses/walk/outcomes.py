@@ -20,8 +20,9 @@ graph, sweeping a body.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import onnx_ir as ir
 
@@ -50,6 +51,27 @@ __all__ = [
 ]
 
 AbstractValue = StaticSequence | StackedSequence | Unknown
+
+
+class _Empty(Mapping[Any, Any]):
+    """The empty mapping an outcome's fields default to (shared: nothing writes it)."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key: object) -> Any:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __hash__(self) -> int:
+        return 0
+
+
+EMPTY: Mapping[Any, Any] = _Empty()
 Declared = tuple[ir.TypeProtocol | None, ir.Shape | None]
 
 
@@ -78,10 +100,12 @@ class Inline:
     bind: Callable[[int, Sequence[ir.Value]], Mapping[ir.Value, ir.Value]]
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Outcome:
     """What a transfer proposes for the node it was given; the applier
-    (:mod:`seqpasses.walk.apply`) writes it, after placing the visit's tape.
+    (:mod:`seqpasses.walk.apply`) writes it, after placing the visit's tape. (A value: nothing
+    changes an outcome once it is made; not frozen only because a frozen dataclass of this
+    many fields costs five times as much to make, once per node visited.)
 
     What values hold and say:
 
@@ -115,11 +139,11 @@ class Outcome:
     what the applier made: a rebuilt node, the copies' outputs): the step after a rebuild.
     """
 
-    values: Mapping[ir.Value, AbstractValue] = field(default_factory=dict)
+    values: Mapping[ir.Value, AbstractValue] = EMPTY
     forget: Sequence[ir.Value] = ()
-    optionals: Mapping[ir.Value, ir.Value | None] = field(default_factory=dict)
-    declare: Mapping[ir.Value, Declared] = field(default_factory=dict)
-    canonical: Mapping[ir.Value, StaticSequence] = field(default_factory=dict)
+    optionals: Mapping[ir.Value, ir.Value | None] = EMPTY
+    declare: Mapping[ir.Value, Declared] = EMPTY
+    canonical: Mapping[ir.Value, StaticSequence] = EMPTY
     proven: Sequence[ir.Value] = ()
     diverged: Sequence[ir.Value] = ()
     uses: Sequence[Use] = ()
@@ -146,7 +170,7 @@ class Outcome:
         return True
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Fold(Outcome):
     """The node's results are known (``values``); the graph keeps it until nothing reads it.
     ``canonical_inputs``: where it stays, its static list inputs are written in canonical
@@ -155,7 +179,7 @@ class Fold(Outcome):
     canonical_inputs: bool = False
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Replace(Outcome):
     """The node's results are other values: ``uses`` move to them (values the tape made, or
     ones the model has)."""
@@ -184,16 +208,16 @@ class Stacked:
     checked: bool = False
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Restructure(Outcome):
     """A control-flow node remade (``plan``); ``held``: old outputs that become lists of the
     new node's outputs."""
 
     plan: Rebuild
-    held: Mapping[ir.Value, Listed | Stacked] = field(default_factory=dict)
+    held: Mapping[ir.Value, Listed | Stacked] = EMPTY
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Leave(Outcome):
     """The node stays as it is; ``reason``: why (None: the transfer had nothing to say, such as
     an op of a form it does not take). What reads its sequence learns the reason."""

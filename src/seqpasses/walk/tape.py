@@ -32,6 +32,7 @@ class Tape:
 
     def __init__(self, edits: Edits) -> None:
         self.edits = edits
+        self.start = len(edits.created)  # (what a trial proposed by its transfer undoes to)
         self.entries: list[tuple[ir.Graph | ir.Function, ir.Node | None, ir.Node]] = []
         self.checks: list[ir.Value] = []
         self.notes: list[str] = []  # what the helpers that built the nodes noted

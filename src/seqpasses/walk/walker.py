@@ -87,7 +87,7 @@ class Walker:
         if first is not None and first.before is not None and (first.dry or not self.dry):
             said = first.before(self.ctx, node, scope)
             if said is not None:
-                self.applier.apply(said, node, scope, Tape(self.edits), self.edits.checkpoint())
+                self.applier.apply(said, node, scope, Tape(self.edits))
         for attr, graph in subgraphs(node):
             self._run_subgraph(graph, scope, node, attr)
         if not default:
@@ -117,14 +117,13 @@ class Walker:
     def _run(self, transfer: Transfer, node: ir.Node, scope: Scope) -> bool:
         """Run ``transfer`` on ``node`` and apply what it proposes; whether it handled it."""
         tape = Tape(self.edits)
-        mark = self.edits.checkpoint()  # (where a trial it proposes is undone to)
         outer = self.ctx.owner  # (a visit inside the walk of copies an applier makes)
         self.ctx.owner = tape
         try:
             proposal = transfer(self.ctx, node, scope)
         finally:
             self.ctx.owner = outer
-        return self.applier.apply(proposal, node, scope, tape, mark)
+        return self.applier.apply(proposal, node, scope, tape)
 
     def rewalk(self, graph: ir.Graph, scope: Scope, node: ir.Node, attr: str) -> None:
         """Walk a subgraph of ``node`` again (a decision it was walked under has changed)."""
