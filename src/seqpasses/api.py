@@ -115,6 +115,8 @@ def optimize(
             model.graph = ir.serde.deserialize_model(result.proto).graph
             model.functions.clear()
         return model
+    if loaded.folder is None:  # (a ModelProto, or a pipe: its data gate refused external data)
+        return result.proto
     # a path: its external data read into the result, so that it can be saved anywhere
     return with_external_data(result.proto, loaded.folder)
 
