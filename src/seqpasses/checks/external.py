@@ -18,56 +18,19 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import onnx
 
-from seqpasses.core.proto import all_proto_graphs, all_proto_tensors
+from seqpasses.core.proto import Site, all_proto_tensors
 from seqpasses.errors import BadInputError
 
 __all__ = ["check_external_data", "external_tensors"]
 
 
-def external_tensors(proto: onnx.ModelProto) -> list[tuple[str, onnx.TensorProto]]:
+def external_tensors(proto: onnx.ModelProto) -> list[tuple[Site, onnx.TensorProto]]:
     """Every tensor of ``proto`` whose data lives in another file, with where it sits."""
-    if not _any_external(proto):
-        return []
     return [
         (where, tensor)
         for where, tensor in all_proto_tensors(proto)
         if tensor.data_location == onnx.TensorProto.EXTERNAL
     ]
-
-
-_EXTERNAL = onnx.TensorProto.EXTERNAL
-_TENSOR_ATTRIBUTES = frozenset(
-    {
-        onnx.AttributeProto.TENSOR,
-        onnx.AttributeProto.TENSORS,
-        onnx.AttributeProto.SPARSE_TENSOR,
-        onnx.AttributeProto.SPARSE_TENSORS,
-    }
-)
-
-
-def _any_external(proto: onnx.ModelProto) -> bool:
-    """Whether any tensor of ``proto`` has external data: :func:`all_proto_tensors`' walk
-    without the messages, which cost more than the walk on a model of many small constants."""
-    for graph in all_proto_graphs(proto):
-        if isinstance(graph, onnx.GraphProto):
-            if any(t.data_location == _EXTERNAL for t in graph.initializer):
-                return True
-            if any(
-                s.values.data_location == _EXTERNAL or s.indices.data_location == _EXTERNAL
-                for s in graph.sparse_initializer
-            ):
-                return True
-            attributes = [a for node in graph.node for a in node.attribute]
-        else:
-            attributes = [*graph.attribute_proto, *(a for n in graph.node for a in n.attribute)]
-        for attr in attributes:
-            if attr.type == onnx.AttributeProto.TENSOR:
-                if attr.t.data_location == _EXTERNAL:
-                    return True
-            elif attr.type in _TENSOR_ATTRIBUTES:
-                return True  # (rare: the full walk says which)
-    return False
 
 
 def _nbytes(tensor: onnx.TensorProto) -> int | None:
@@ -84,7 +47,7 @@ def _nbytes(tensor: onnx.TensorProto) -> int | None:
     return count * int(itemsize)
 
 
-def _refuse(name: str, where: str, tensor: onnx.TensorProto, location: str, why: str) -> None:
+def _refuse(name: str, where: Site, tensor: onnx.TensorProto, location: str, why: str) -> None:
     raise BadInputError(
         f"{name}: tensor {tensor.name!r} ({where}) has external data at {location!r}: {why}; "
         "refused, nothing read"

@@ -43,7 +43,7 @@ __all__ = ["RULES", "map_stacked"]
 
 def _fail(reason: Reason) -> Proposal:
     """Leave the map with ``reason``; what was built to try goes."""
-    return Trial(attempt=Outcome(then=lambda _: reason), otherwise=lambda why: Leave(reason=why))
+    return Trial.failed(reason, lambda why: Leave(reason=why))
 
 
 def map_stacked(

@@ -106,12 +106,7 @@ def read_at(ctx: Context, node: ir.Node, scope: Scope) -> Outcome | None:
     out = emit.check(emit.op("Gather", [data, index], type=data.type, shape=shape, axis=axis))
     kept = ", keeping the axis" if not squeeze else ""
     record = Record("sequence-at-split", f"Gather on axis {axis} of '{data.name}'{kept}")
-    return Replace(
-        uses=[(node.outputs[0], out)],
-        records=[record],
-        notes=[follows_ort(node, "the element is squeezed")] if diverges else (),
-        diverged=[out] if diverges else (),
-    )
+    return _replaced(node, out, record, "the element is squeezed" if diverges else "")
 
 
 def _sequence_at(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
@@ -188,11 +183,20 @@ def _restack(ctx: Context, node: ir.Node, scope: Scope, new_axis: int) -> Outcom
     )
     moved_text += ", merged by Reshape" if merge else ""
     record = Record("concat-of-split", f"chunks of one on axis {split_axis}: {moved_text}")
+    return _replaced(node, result, record, "stacks the slices squeezed" if diverges else "")
+
+
+def _replaced(node: ir.Node, value: ir.Value, record: Record, squeezed: str) -> Outcome:
+    """``node``'s output replaced by ``value``; ``squeezed``: what it squeezes as ONNX
+    Runtime does, not the spec (the report says so, and ``value``'s shape may differ from
+    what the model declares), or ''."""
+    if not squeezed:
+        return Replace(uses=[(node.outputs[0], value)], records=[record])
     return Replace(
-        uses=[(node.outputs[0], result)],
+        uses=[(node.outputs[0], value)],
         records=[record],
-        notes=[follows_ort(node, "stacks the slices squeezed")] if diverges else (),
-        diverged=[result] if diverges else (),
+        notes=[follows_ort(node, squeezed)],
+        diverged=[value],
     )
 
 

@@ -81,7 +81,34 @@ def place(edits: Edits, tape: Tape) -> None:
         tape.diverged.clear()
 
 
-_NOTHING = Made()  # (what a write with no next step made: nothing it asks about)
+_NOTHING = Made()  # (what a plain write made: nothing a next step asks about)
+
+
+def _plain(outcome: Outcome) -> bool:
+    """Whether ``outcome`` only knows lists, declares, replaces, records or leaves: nothing
+    to build or settle, and no next step."""
+    return not (
+        outcome.then is not None
+        or outcome.clones
+        or outcome.bodies
+        or outcome.add
+        or outcome.inline is not None
+        or outcome.walk
+        or outcome.sweep
+        or outcome.discard
+        or outcome.forget
+        or outcome.take_out
+        or outcome.retire
+        or outcome.attributes
+        or outcome.refused
+        or outcome.noted
+        or outcome.unrolling is not None
+        or outcome.proven
+        or outcome.diverged
+        or outcome.notes
+        or isinstance(outcome, Restructure)
+        or (isinstance(outcome, Fold) and outcome.canonical_inputs)
+    )
 
 
 class Applier:
@@ -102,12 +129,6 @@ class Applier:
         self._write(proposal, node, scope, tape, None)  # (most visits: no step follows)
         return proposal.handled
 
-    def _mark(self, tape: Tape) -> Checkpoint:
-        """Where the records stood before ``tape``'s transfer (or step) ran: nothing but the
-        tape's nodes was made since (a transfer writes nothing)."""
-        edits = self.edits
-        return Checkpoint(tape.start, edits.journal.lengths(), edits.rewrote)
-
     def _proposal(
         self,
         proposal: Proposal,
@@ -120,7 +141,7 @@ class Applier:
         if not isinstance(proposal, Trial):
             return self._chain(proposal, node, scope, tape, trial)
         edits = self.edits
-        mark = self._mark(tape)
+        mark = edits.checkpoint(tape.start)
         try:
             return self._chain(proposal.attempt, node, scope, tape, mark)
         except _Failed as failed:
@@ -179,42 +200,38 @@ class Applier:
         trial: Checkpoint | None,
     ) -> Made:
         """Write ``outcome`` (after its transfer's ``tape``); what was made, for its next
-        step."""
-        if (
-            outcome.then is not None
-            or outcome.clones
-            or outcome.bodies
-            or outcome.add
-            or outcome.inline is not None
-            or outcome.walk
-            or outcome.sweep
-            or outcome.discard
-            or outcome.forget
-            or outcome.take_out
-            or outcome.retire
-            or outcome.attributes
-            or outcome.refused
-            or outcome.noted
-            or outcome.unrolling is not None
-            or outcome.optionals
-            or outcome.proven
-            or outcome.diverged
-            or outcome.notes
-            or isinstance(outcome, Restructure)
-            or (isinstance(outcome, Fold) and outcome.canonical_inputs)
-        ):
-            return self._write_all(outcome, node, scope, tape, trial)
-        # what most visits propose (a list known, a value replaced): the same order, less to ask
+        step. What most visits propose (a list known, a value replaced) asks for nothing
+        else: the building and the settling only where the outcome has some."""
         edits, facts = self.edits, self.facts
+        plain = _plain(outcome)
+        made = _NOTHING if plain else Made()
+        if not plain:
+            if trial is not None:
+                made.left = lambda roots: edits.left_since(trial, roots)
+            for copy, graph in outcome.clones:  # (before the tape adds to a copy)
+                edits.record_clone(copy, graph)
         place(edits, tape)
         for value, (type_, shape) in outcome.declare.items():
             value.type, value.shape = type_, shape
+        if not plain:
+            self._build(outcome, node, scope, made)
         if outcome.values:
             facts.values.update(outcome.values)
+        if outcome.optionals:
+            facts.optionals.update(outcome.optionals)
         for value, seq in outcome.canonical.items():
             edits.known_canonical(value, seq, scope)
+        if not plain:
+            if isinstance(outcome, Fold) and outcome.canonical_inputs:
+                edits.canonical_inputs(node, scope, speculative=True)
+            if outcome.unrolling is True:
+                facts.unrolling.add(node)
+            elif outcome.unrolling is False:
+                facts.unrolling.discard(node)
         for use in outcome.uses:
             edits.replace(use[0], use[1], use[2] if len(use) == 3 else scope)
+        if not plain:
+            self._settle(outcome, node, scope)
         for record in outcome.records:
             if record.computed:
                 edits.computed(record.rule, node, record.detail)
@@ -222,25 +239,12 @@ class Applier:
                 edits.applied(record.rule, node, record.detail)
         if isinstance(outcome, Leave) and outcome.reason is not None:
             facts.leave(node, outcome.reason)
-        return _NOTHING
+        return made
 
-    def _write_all(
-        self,
-        outcome: Outcome,
-        node: ir.Node,
-        scope: Scope,
-        tape: Tape,
-        trial: Checkpoint | None,
-    ) -> Made:
-        edits, facts = self.edits, self.facts
-        made = Made()
-        if trial is not None:
-            made.left = lambda roots: edits.left_since(trial, roots)
-        for copy, graph in outcome.clones:  # (before the tape adds to a copy)
-            edits.record_clone(copy, graph)
-        place(edits, tape)
-        for value, (type_, shape) in outcome.declare.items():
-            value.type, value.shape = type_, shape
+    def _build(self, outcome: Outcome, node: ir.Node, scope: Scope, made: Made) -> None:
+        """Bodies given their forms, nodes built whole put in, copies inlined (their outputs
+        and a rebuilt node go to ``made``), values forgotten."""
+        edits = self.edits
         for graph, form in outcome.bodies:
             edits.shape_body(graph, form)
         for built, before in outcome.add:
@@ -250,21 +254,12 @@ class Applier:
         if isinstance(outcome, Restructure):
             made.new = self._restructure(outcome, scope)
         for value in outcome.forget:
-            facts.values.pop(value, None)
-        if outcome.values:
-            facts.values.update(outcome.values)
-        if outcome.optionals:
-            facts.optionals.update(outcome.optionals)
-        for value, seq in outcome.canonical.items():
-            edits.known_canonical(value, seq, scope)
-        if isinstance(outcome, Fold) and outcome.canonical_inputs:
-            edits.canonical_inputs(node, scope, speculative=True)
-        if outcome.unrolling is True:
-            facts.unrolling.add(node)
-        elif outcome.unrolling is False:
-            facts.unrolling.discard(node)
-        for use in outcome.uses:
-            edits.replace(use[0], use[1], use[2] if len(use) == 3 else scope)
+            self.facts.values.pop(value, None)
+
+    def _settle(self, outcome: Outcome, node: ir.Node, scope: Scope) -> None:
+        """Nodes taken out or retired, attributes set, bodies walked again, what the report
+        and the facts learn, bodies swept or emptied."""
+        edits, facts = self.edits, self.facts
         if outcome.take_out:
             edits.take_out(outcome.take_out)
         for retired in outcome.retire:
@@ -273,10 +268,8 @@ class Applier:
             edits.set_attribute(target, attr)
         for graph, owner, slot in outcome.walk:
             self.ctx.walk.rewalk(graph, scope, owner, slot)
-        if outcome.diverged:
-            edits.diverged.extend(outcome.diverged)
-        if outcome.proven:
-            facts.proven.update(outcome.proven)
+        edits.diverged.extend(outcome.diverged)
+        facts.proven.update(outcome.proven)
         for text in outcome.notes:
             edits.note(text)
         for loop, attempt, text in outcome.refused:
@@ -287,14 +280,6 @@ class Applier:
             edits.sweep(graph)
         for graph in outcome.discard:
             edits.discard(graph)
-        for record in outcome.records:
-            if record.computed:
-                edits.computed(record.rule, node, record.detail)
-            else:
-                edits.applied(record.rule, node, record.detail)
-        if isinstance(outcome, Leave) and outcome.reason is not None:
-            facts.leave(node, outcome.reason)
-        return made
 
     def _inline(self, outcome: Outcome, node: ir.Node, scope: Scope) -> list[list[ir.Value]]:
         inline = outcome.inline

@@ -280,8 +280,10 @@ class Edits(KeepMixin, MaterializeMixin, OutcomesMixin):
 
     # -- speculative rewrites (walk/trial.py) ---------------------------------------------
 
-    def checkpoint(self) -> Checkpoint:
-        return trial.checkpoint(self.created, self.journal, self.rewrote)
+    def checkpoint(self, since: int) -> Checkpoint:
+        """Where the records stood when the walk had made ``since`` nodes (a transfer's tape
+        began there: nothing was recorded since)."""
+        return trial.checkpoint(since, self.journal, self.rewrote)
 
     def left_since(self, mark: Checkpoint, roots: Iterable[ir.Value]) -> list[ir.Node]:
         return trial.left_since(

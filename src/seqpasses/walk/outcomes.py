@@ -240,6 +240,12 @@ class Trial:
     otherwise: Callable[[Reason], Proposal]
     drop: Sequence[ir.Graph] = ()
 
+    @classmethod
+    def failed(cls, reason: Reason, otherwise: Callable[[Reason], Proposal]) -> Trial:
+        """A trial that fails at once, for ``reason``: what its transfer built on the tape
+        to try is undone, and ``otherwise(reason)`` written."""
+        return cls(attempt=Outcome(then=lambda _: reason), otherwise=otherwise)
+
 
 Proposal = Outcome | Trial
 """What a transfer returns."""

@@ -8,9 +8,10 @@ already reads its inputs (its values exist, with their types and shapes), so the
 reasons about it as it would about a placed one; the model it was given is unchanged.
 
 Names and the caches emitters share (constants made once per graph, undoable squeezes,
-Splits' axes, stacked lists) are the walk's, so that what one tape built the next may reuse;
-a tape the applier places always follows the transfer that recorded it, so no later transfer
-reads a cached value that is not in its graph.
+Splits' axes, stacked lists) are the walk's, so that what one tape built the next may reuse:
+the applier places a tape right after the transfer that recorded it (a trial that fails
+removes its nodes, and a rollback drops the cache entries that name them), so no later
+transfer reads a cached value that is not in its graph.
 """
 
 from __future__ import annotations

@@ -156,9 +156,10 @@ def live_nodes(window: list[ir.Node], roots: Iterable[ir.Value]) -> list[ir.Node
     return [node for node in window if node in live]
 
 
-def checkpoint(created: CreatedNodes, journal: Journal, rewrote: bool) -> Checkpoint:
-    """Where the records stand now."""
-    return Checkpoint(len(created), journal.lengths(), rewrote)
+def checkpoint(made: int, journal: Journal, rewrote: bool) -> Checkpoint:
+    """Where the records stand now, but that the walk had made only its first ``made``
+    nodes (those made since changed no record: a transfer's tape)."""
+    return Checkpoint(made, journal.lengths(), rewrote)
 
 
 def left_since(

@@ -233,16 +233,12 @@ def carry_stacked(
     def otherwise(reason: Reason) -> Proposal:
         return Outcome(refused=[*refused, why(str(reason))], then=lambda _: rest())
 
-    def refuse(text: str) -> Proposal:
-        # (what planning built goes too: the trial fails at once)
-        failed = Outcome(then=lambda _: Reason("unknown-sequence", text))
-        return Trial(attempt=failed, otherwise=otherwise)
+    def refuse(text: str) -> Proposal:  # (what planning built goes too)
+        return Trial.failed(Reason("unknown-sequence", text), otherwise)
 
-    if not lists:
-        return Trial(
-            attempt=Outcome(then=lambda _: Reason("unknown-sequence", "")),
-            otherwise=lambda _: Outcome(refused=refused, then=lambda _: rest()),
-        )
+    if not lists:  # (each list said why already)
+        nothing = Reason("unknown-sequence", "")
+        return Trial.failed(nothing, lambda _: Outcome(refused=refused, then=lambda _: rest()))
     if not _uses_ok(node, lists):
         return refuse("the final list is read by an op of another domain")
     if any(node.outputs[j].is_graph_output() for j in lists) and not any(

@@ -167,11 +167,11 @@ def _apply(
         start = _start(ctx, scope, node, p)
         if start is None:
             return None
-    rebuilt = _rebuilt(ctx, node, scope, body, j, p, start)
+    free = free_shape(ctx, scope, p)
+    rebuilt = _rebuilt(ctx, node, (scope, body), j, p, (start, free))
     readers = [use.node for use in node.outputs[j].uses()]
     carried = len(node.inputs) - 2
     extra = rebuilt.num_outputs - len(node.outputs)  # (a count carried beside the list)
-    free = free_shape(ctx, scope, p)
 
     def made_new(made: Made) -> Proposal:
         new = made.new
@@ -203,19 +203,20 @@ def _apply(
 def _rebuilt(
     ctx: Context,
     node: ir.Node,
-    scope: Scope,
-    body: ir.Graph,
+    where: tuple[Scope, ir.Graph],
     j: int,
     p: RunningPlan,
-    start: ir.Value | None,
+    concatenation: tuple[ir.Value | None, ir.Shape],
 ) -> Rebuild:
-    """The Loop that carries list ``j`` as its running concatenation from ``start`` (None:
-    only its count is read)."""
+    """The Loop (``where``: its scope and body) that carries list ``j`` as its running
+    concatenation (``concatenation``: where it starts, None when only the count is read,
+    and its shape)."""
+    scope, body = where
+    start, free = concatenation
     carried = len(node.inputs) - 2
     int64, scalar = ir.TensorType(ir.DataType.INT64), ir.Shape([])
     emit = ctx.emitter(scope, node)
     inner = ctx.body_emitter(body, p.insert, scope.opset)
-    free = free_shape(ctx, scope, p)
 
     # -- the body: the list's slot carries the concatenation (or the count, when only the
     # length is read); a count, when needed beside it, is carried last
