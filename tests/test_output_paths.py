@@ -163,3 +163,19 @@ def test_folder_mode_follows_a_symlinked_output(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert (out / "a.onnx").is_symlink()
     assert target.read_bytes() == _expected(tmp_path)
+
+
+def test_an_interrupt_while_files_go_in_place_is_raised_after_them(tmp_path: Path) -> None:
+    import signal
+
+    from seqpasses.interrupts import held_back
+
+    done = tmp_path / "done"
+    with pytest.raises(KeyboardInterrupt), held_back():
+        signal.raise_signal(signal.SIGINT)
+        done.write_text("whole")  # (the interrupt waits for the block)
+    assert done.read_text() == "whole"
+    with pytest.raises(ValueError), held_back():  # a failing block's own error goes on
+        signal.raise_signal(signal.SIGINT)
+        raise ValueError
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -1,6 +1,4 @@
-import sys
-
-from seqpasses.cli import main
+from seqpasses.program import run
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -26,6 +26,7 @@ from seqpasses.checks.external import check_external_data, external_tensors
 from seqpasses.core.graph import DEFAULT_DOMAINS
 from seqpasses.core.skeleton import LIGHT_BYTES, Skeleton
 from seqpasses.errors import BadInputError, first_line
+from seqpasses.interrupts import held_back, record_written
 from seqpasses.wire import FileRegion, Initializer, read_without_weights, write_model
 
 __all__ = [
@@ -241,18 +242,20 @@ def _staged(path: str | os.PathLike[str], write: Callable[[Path], None]) -> None
     try:
         staged = staging / target.path.name
         write(staged)
-        if target.stream:
-            if any(made != staged for made in staging.iterdir()):
-                raise BadInputError(
-                    f"{target.given}: a pipe or a device cannot hold a model's external data "
-                    "beside it; write to a file"
-                )
-            _stream_into(staged, target)
-            return
-        for made in staging.iterdir():
-            if made != staged:
-                _replace(made, destination(target.folder / made.name).path)
-        _replace(staged, target.path)
+        if target.stream and any(made != staged for made in staging.iterdir()):
+            raise BadInputError(
+                f"{target.given}: a pipe or a device cannot hold a model's external data "
+                "beside it; write to a file"
+            )
+        with held_back():  # (a model and its data go in place together, or not at all)
+            if target.stream:
+                _stream_into(staged, target)
+            else:
+                for made in staging.iterdir():
+                    if made != staged:
+                        _replace(made, destination(target.folder / made.name).path)
+                _replace(staged, target.path)
+            record_written(target.given)
     except OSError as error:
         raise BadInputError(f"{target.given}: cannot write ({error.strerror or error})") from None
     finally:

@@ -2,7 +2,9 @@
 
 Exit codes: 0 done; 1 ``--check`` found a difference (no output written), or a model of a
 folder failed; 2 bad input or usage (nothing written); 3 a fault of seqpasses itself (nothing
-written); 4 ``--check`` could compare nothing (the output is written; the line says why).
+written); 4 ``--check`` could compare nothing (the output is written; the line says why);
+130 interrupted (the line says what was written: whole files only, see
+:mod:`seqpasses.interrupts`).
 
 Only the standard library and seqpasses' light modules are imported here: ``--help``,
 ``--version`` and usage errors answer before onnx is loaded; each command imports what it
@@ -19,6 +21,8 @@ from collections.abc import Sequence
 from seqpasses.cli.commands import EXIT_NOT_VERIFIED, options_of, run_command
 from seqpasses.cli.parser import DEFAULT_TIMEOUT_S, build_parser
 from seqpasses.errors import BadInputError, SelfCheckError
+from seqpasses.interrupts import came_from_interrupt, interrupted
+from seqpasses.program import run
 
 __all__ = ["DEFAULT_TIMEOUT_S", "EXIT_NOT_VERIFIED", "main", "options_of"]
 
@@ -30,8 +34,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BadInputError as error:
         print(f"seqpasses: error: {error}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # (Ctrl-C: every write is a rename at the end, or none)
-        print("seqpasses: interrupted, nothing written", file=sys.stderr)
+    except KeyboardInterrupt as interrupt:  # (every write is renames at the end, or none)
+        print(f"seqpasses: {interrupted(interrupt)}", file=sys.stderr)
         return 130
     except BrokenPipeError:  # the reader went away (| head): nothing more to say
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (stays open until the interpreter exits)
@@ -53,6 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 3
     except Exception as error:  # a fault of seqpasses itself, not of the input
+        if came_from_interrupt(error):  # (numpy, say, turns Ctrl-C in its import into this)
+            print(f"seqpasses: {interrupted(KeyboardInterrupt())}", file=sys.stderr)
+            return 130
         if os.environ.get("SEQPASSES_TRACEBACK"):
             raise
         where = getattr(args, "input", None)
@@ -66,4 +73,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -10,8 +10,10 @@ is a bar on a terminal and one plain line per model otherwise.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import multiprocessing
+import os
 import signal
 import sys
 import time
@@ -22,6 +24,7 @@ from typing import Any, TextIO
 
 from seqpasses.cli.job import Job, check_report_path, run_job, write_report
 from seqpasses.errors import BadInputError
+from seqpasses.interrupts import Interrupted
 
 __all__ = ["ModelResult", "run_batch"]
 
@@ -141,9 +144,15 @@ def _line(result: ModelResult, done: int, total: int) -> str:
 
 
 def _worker(job: Job, relative: str, pipe: Connection) -> None:
-    """A worker process: one model, its result sent back."""
-    pipe.send(_run_one(job, relative))
-    pipe.close()
+    """A worker process: one model, its result sent back. Ctrl-C (which a terminal sends to
+    every worker too) ends it quietly: its output is written whole or not at all, and the
+    parent says what happened."""
+    try:
+        pipe.send(_run_one(job, relative))
+        pipe.close()
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # (the parent may send one more)
+        sys.exit(130)
 
 
 def _died(code: int | None) -> str:
@@ -184,6 +193,48 @@ def _run_all(
         results.append(result)
         done(result)
 
+    try:
+        _run_waves(context, pending, running, jobs, timeout, finish)
+    except KeyboardInterrupt:
+        late = _stop(running)
+        ok = sum(result.ok for result in results + late)
+        raise Interrupted(
+            f"{ok} of {len(work)} model(s) written (whole), {len(running) - len(late)} stopped "
+            f"before writing, {len(pending)} not started"
+        ) from None
+    return results
+
+
+def _stop(running: list[_Running]) -> list[ModelResult]:
+    """Interrupt the workers still running (each ends its write whole, or writes nothing)
+    and kill one that does not end within 10 s; returns what those that had finished said.
+    A terminal's Ctrl-C has reached them already: they are given a moment to end before
+    they are sent one (``kill -INT`` reaches the parent alone)."""
+    for task in running:
+        task.process.join(0.5)
+    for task in running:
+        if task.process.pid is not None and task.process.is_alive():
+            os.kill(task.process.pid, signal.SIGINT)
+    late: list[ModelResult] = []
+    for task in running:
+        task.process.join(10.0)
+        if task.process.is_alive():
+            task.process.kill()
+            task.process.join()
+        with contextlib.suppress(OSError, EOFError):
+            if task.pipe.poll():  # it had written its model and said so before it stopped
+                late.append(task.pipe.recv())
+    return late
+
+
+def _run_waves(
+    context: Any,
+    pending: list[tuple[Job, str]],
+    running: list[_Running],
+    jobs: int,
+    timeout: float,
+    finish: Any,
+) -> None:
     while pending or running:
         while pending and len(running) < jobs:
             job, relative = pending.pop()
@@ -218,7 +269,6 @@ def _run_all(
                 task.process.kill()
                 message = f"stopped after {timeout:g} s (--timeout)"
                 finish(task, ModelResult(task.relative, False, message, seconds=seconds))
-    return results
 
 
 def _overlap(source: Path, target: Path) -> str:

@@ -7,12 +7,15 @@ Each command imports the heavy modules (onnx, the pipeline) it needs when it run
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from seqpasses.errors import BadInputError
+from seqpasses.interrupts import held_back
 from seqpasses.options import Options
 
 __all__ = ["EXIT_NOT_VERIFIED", "options_of", "run_command"]
@@ -179,7 +182,22 @@ def _passes(rules: bool) -> None:
                 print(f"{'  ' + rule.id:<{width}}  {rule.doc}")
 
 
+def _load(args: argparse.Namespace) -> None:
+    """Import the heavy libraries the command needs with Ctrl-C held back (it is raised once
+    they are in): an interrupt inside a native extension's import can crash the interpreter
+    or come out as an ImportError."""
+    names = ["numpy", "onnx", "onnx_ir", "seqpasses.pipeline"]
+    if getattr(args, "check", False):
+        names += ["seqpasses.verification", "onnxruntime"]
+    with held_back():
+        for name in names:
+            with contextlib.suppress(ImportError):  # (optional: what needs it says so)
+                importlib.import_module(name)
+
+
 def run_command(args: argparse.Namespace) -> int:
+    if args.command != "passes":
+        _load(args)
     if args.command == "optimize":
         return _optimize(args)
     if args.command == "passes":

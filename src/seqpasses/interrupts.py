@@ -1,0 +1,94 @@
+"""Ctrl-C and the files seqpasses writes (standard library only: the CLI reads it before it
+loads onnx).
+
+A file is put in place by renames at the end of its write (see :mod:`seqpasses.io`). An
+interrupt that comes while they run is held back until they are done, then raised: a model
+and its external data are replaced together or not at all. :func:`written` names what this
+process has put in place, so that the CLI can say what an interrupt left written.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+
+__all__ = [
+    "Interrupted",
+    "came_from_interrupt",
+    "held_back",
+    "interrupted",
+    "record_written",
+    "written",
+]
+
+_written: list[Path] = []
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C after part of the work was written: ``written`` says what, in words."""
+
+    def __init__(self, written: str) -> None:
+        super().__init__(written)
+        self.written = written
+
+
+def record_written(path: Path) -> None:
+    """Note that ``path`` was put in place by this process."""
+    _written.append(path)
+
+
+def written() -> tuple[Path, ...]:
+    """The files this process has put in place, in order."""
+    return tuple(_written)
+
+
+@contextmanager
+def held_back() -> Iterator[None]:
+    """Run the block with Ctrl-C held back; an interrupt that came meanwhile is raised as
+    the block ends (not when it fails: its own error goes on). Only the main thread with
+    Python's own handler is touched: an application's handler is left to it."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+    came: list[int] = []
+
+    def hold(number: int, frame: FrameType | None) -> None:
+        came.append(number)
+
+    signal.signal(signal.SIGINT, hold)  # (one that came before is raised here, at the start)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if came:
+        raise KeyboardInterrupt
+
+
+def interrupted(interrupt: KeyboardInterrupt) -> str:
+    """What an interrupt left, in words: nothing, or whole files (none is half-written)."""
+    if isinstance(interrupt, Interrupted):
+        return f"interrupted; {interrupt.written}"
+    files = written()
+    if not files:
+        return "interrupted, nothing written"
+    return f"interrupted after writing {', '.join(map(str, files))} (whole; nothing else written)"
+
+
+def came_from_interrupt(error: BaseException) -> bool:
+    """Whether ``error`` was raised while a Ctrl-C was being handled (an import that turns
+    the interrupt into an ImportError, say)."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
