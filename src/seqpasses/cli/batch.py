@@ -318,8 +318,10 @@ def run_batch(
     ]
     progress = _Progress(len(work), quiet, verbose, sys.stderr, sys.stdout)
     start = time.perf_counter()
-    results = _run_all(work, min(jobs, len(work)), timeout, progress.update)
-    progress.close()
+    try:
+        results = _run_all(work, min(jobs, len(work)), timeout, progress.update)
+    finally:  # (the bar cleared before the summary, or before the line an interrupt gets)
+        progress.close()
     elapsed = time.perf_counter() - start
     results.sort(key=lambda r: r.path)
     failed = [r for r in results if not r.ok]
