@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -376,11 +377,11 @@ def _workers(process: subprocess.Popen[str]) -> None:
 
 
 def _interrupted(
-    argv: list[str], delay: float, group: bool = False, workers: bool = False
+    argv: list[str], delay: float, group: bool = False, workers: bool = False, presses: int = 1
 ) -> tuple[int, str]:
     """Run the console program, send it Ctrl-C ``delay`` s after it has loaded onnx (or has
     started a worker, with ``workers``), to its whole process group as a terminal does when
-    ``group``; its exit code and stderr."""
+    ``group``, ``presses`` times 0.1 s apart; its exit code and stderr."""
     import os
     import signal
     import time
@@ -394,10 +395,13 @@ def _interrupted(
     )
     (_workers if workers else _loaded)(process)
     time.sleep(delay)
-    if group:
-        os.killpg(process.pid, signal.SIGINT)
-    else:
-        process.send_signal(signal.SIGINT)
+    for press in range(presses):
+        if press:
+            time.sleep(0.1)
+        if group:
+            os.killpg(process.pid, signal.SIGINT)
+        else:
+            process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=120)
     return process.returncode, stderr
 
@@ -459,8 +463,9 @@ def test_ctrl_c_in_a_folder_run_stops_the_workers_and_counts_what_was_written(
     for name in ("a", "b", "c"):
         (source / f"{name}.onnx").write_bytes(model.read_bytes())
     argv = ["optimize", str(source), "-o", str(target), "--jobs", "2"]
-    for group in (True, False):
-        code, stderr = _interrupted(argv, 0.5, group=group, workers=True)
+    for group, presses in ((True, 1), (False, 1), (True, 3)):  # (3: a user pressing on)
+        shutil.rmtree(target, ignore_errors=True)
+        code, stderr = _interrupted(argv, 0.5, group=group, workers=True, presses=presses)
         assert code == 130 and "Traceback" not in stderr, stderr
         line = stderr.strip().splitlines()[-1]
         assert line.startswith("seqpasses: interrupted; ") and "of 3 model(s) written" in line

@@ -20,6 +20,7 @@ __all__ = [
     "Interrupted",
     "came_from_interrupt",
     "held_back",
+    "ignored",
     "interrupted",
     "record_written",
     "written",
@@ -69,6 +70,20 @@ def held_back() -> Iterator[None]:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     if came:
         raise KeyboardInterrupt
+
+
+@contextmanager
+def ignored() -> Iterator[None]:
+    """Run the block with Ctrl-C ignored (main thread only), the handler restored after:
+    for cleaning up after an interrupt, which more presses must not cut short."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def interrupted(interrupt: KeyboardInterrupt) -> str:

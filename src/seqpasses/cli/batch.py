@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 from seqpasses.cli.job import Job, check_report_path, run_job, write_report
 from seqpasses.errors import BadInputError
-from seqpasses.interrupts import Interrupted
+from seqpasses.interrupts import Interrupted, ignored
 
 __all__ = ["ModelResult", "run_batch"]
 
@@ -196,7 +196,8 @@ def _run_all(
     try:
         _run_waves(context, pending, running, jobs, timeout, finish)
     except KeyboardInterrupt:
-        late = _stop(running)
+        with ignored():  # (more presses of Ctrl-C must not cut the stopping short)
+            late = _stop(running)
         ok = sum(result.ok for result in results + late)
         raise Interrupted(
             f"{ok} of {len(work)} model(s) written (whole), {len(running) - len(late)} stopped "
