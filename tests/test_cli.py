@@ -347,31 +347,23 @@ def test_a_usage_error_is_one_line_with_where_to_look(tmp_path: Path) -> None:
     )
 
 
-def _loaded(process: subprocess.Popen[str]) -> None:
-    """Wait until ``process`` has loaded onnx (it is inside its command's run): its native
-    module is in the process's memory map."""
+def _wait_for(process: subprocess.Popen[str], workers: bool) -> None:
+    """Wait until ``process`` has loaded onnx (its native module is in the memory map: the
+    process is inside its command's run) or, with ``workers``, has started a worker
+    process; where /proc is not there, a few seconds."""
     import time
 
-    maps = Path(f"/proc/{process.pid}/maps")
-    if not maps.exists():
-        time.sleep(1.5)
-        return
-    for _ in range(600):
-        if process.poll() is not None or "onnx_cpp2py_export" in maps.read_text():
-            return
-        time.sleep(0.01)
-
-
-def _workers(process: subprocess.Popen[str]) -> None:
-    """Wait until ``process`` has started a worker process."""
-    import time
-
-    children = Path(f"/proc/{process.pid}/task/{process.pid}/children")
-    if not children.exists():
-        time.sleep(3.0)
+    proc = Path(f"/proc/{process.pid}")
+    seen = proc / ("task" if workers else "maps")
+    if not seen.exists():
+        time.sleep(3.0 if workers else 1.5)
         return
     for _ in range(1000):
-        if process.poll() is not None or children.read_text().strip():
+        if process.poll() is not None:
+            return
+        if workers and (proc / "task" / str(process.pid) / "children").read_text().strip():
+            return
+        if not workers and "onnx_cpp2py_export" in (proc / "maps").read_text():
             return
         time.sleep(0.01)
 
@@ -393,7 +385,7 @@ def _interrupted(
         text=True,
         start_new_session=group,
     )
-    (_workers if workers else _loaded)(process)
+    _wait_for(process, workers)
     time.sleep(delay)
     for press in range(presses):
         if press:

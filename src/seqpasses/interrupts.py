@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 __all__ = [
     "Interrupted",
@@ -47,27 +48,33 @@ def written() -> tuple[Path, ...]:
     return tuple(_written)
 
 
+def _main_thread() -> bool:
+    """Whether this is the main thread: the only one Python lets set a signal's handler."""
+    return threading.current_thread() is threading.main_thread()
+
+
+@contextmanager
+def _handled_by(handler: Callable[[int, FrameType | None], Any] | int) -> Iterator[None]:
+    """Run the block with ``handler`` for Ctrl-C; the previous one is restored after."""
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 @contextmanager
 def held_back() -> Iterator[None]:
     """Run the block with Ctrl-C held back; an interrupt that came meanwhile is raised as
     the block ends (not when it fails: its own error goes on). Only the main thread with
     Python's own handler is touched: an application's handler is left to it."""
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
-    ):
+    if not _main_thread() or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
         yield
         return
     came: list[int] = []
-
-    def hold(number: int, frame: FrameType | None) -> None:
-        came.append(number)
-
-    signal.signal(signal.SIGINT, hold)  # (one that came before is raised here, at the start)
-    try:
+    # (one that came before is raised as the handler is set, before the block)
+    with _handled_by(lambda number, frame: came.append(number)):
         yield
-    finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
     if came:
         raise KeyboardInterrupt
 
@@ -76,14 +83,11 @@ def held_back() -> Iterator[None]:
 def ignored() -> Iterator[None]:
     """Run the block with Ctrl-C ignored (main thread only), the handler restored after:
     for cleaning up after an interrupt, which more presses must not cut short."""
-    if threading.current_thread() is not threading.main_thread():
+    if not _main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
+    with _handled_by(signal.SIG_IGN):
         yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def interrupted(interrupt: KeyboardInterrupt) -> str:

@@ -17,6 +17,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
@@ -234,7 +235,7 @@ def _run_waves(
     running: list[_Running],
     jobs: int,
     timeout: float,
-    finish: Any,
+    finish: Callable[[_Running, ModelResult], None],
 ) -> None:
     while pending or running:
         while pending and len(running) < jobs:
