@@ -399,6 +399,7 @@ def _optimize_loaded(
                 # declared shapes the rewritten graph contradicts (an exporter's guess the
                 # original's sequence ops kept ONNX from checking): replaced, then checked
                 result = _skeleton(model, options, Report())
+                report.ops_after = count_ops(result.proto)
                 why = passes_checker(result.proto)
             if why:
                 bare = without_inner_shapes(result.proto)
@@ -417,13 +418,17 @@ def _optimize_loaded(
                     report.left.clear()
                     text = f"onnx's full check would reject the optimized model ({still})"
                     return _unchanged(loaded, report, text, "run-time-failure")
+            # (the op counts of the result: its declarations may have changed since, its
+            # nodes not)
             self_check(
                 result.proto,
                 report.sequence_ops_before,
                 lambda: not passes_checker(loaded.skeleton().proto),
                 why=why,
+                sequence_ops_after=report.sequence_ops_after,
             )
-            refused = _runtime_refuses(loaded, result, report.notes)
+            nodes = sum(report.ops_after.values())
+            refused = _runtime_refuses(loaded, result, report.notes, nodes)
             if refused:
                 report.rewrites.clear()
                 report.left.clear()
@@ -442,11 +447,11 @@ onnx's full check, as every result of a valid input does, is one ONNX Runtime's 
 for where it can tell more."""
 
 
-def _runtime_refuses(loaded: Loaded, result: Skeleton, notes: list[str]) -> str:
-    """Why ONNX Runtime refuses the result where it loads the input ('' when it does not): a
-    declaration seqpasses added that ONNX Runtime's inference rejects is dropped first (the
-    result then has none inside), and only what still fails is a refusal."""
-    if not loaded.warnings and sum(count_ops(result.proto).values()) > RUNTIME_CHECK_NODES:
+def _runtime_refuses(loaded: Loaded, result: Skeleton, notes: list[str], nodes: int) -> str:
+    """Why ONNX Runtime refuses the result of ``nodes`` nodes where it loads the input (''
+    when it does not): a declaration seqpasses added that ONNX Runtime's inference rejects is
+    dropped first (the result then has none inside), and only what still fails is a refusal."""
+    if not loaded.warnings and nodes > RUNTIME_CHECK_NODES:
         return ""
     refused = runtime_says(result.proto)
     if not refused or runtime_says(loaded.skeleton().proto):

@@ -42,11 +42,14 @@ def self_check(
     sequence_ops_before: int,
     input_passes: Callable[[], bool],
     why: str | None = None,
+    sequence_ops_after: int | None = None,
 ) -> None:
     """Raise :class:`SelfCheckError` when ``after`` is invalid where the input was valid, or
     holds more sequence ops than the input's ``sequence_ops_before`` (``why``: what
-    :func:`passes_checker` said of ``after``, when the caller asked it already)."""
-    sequence_ops_after = count_sequence_ops(after)
+    :func:`passes_checker` said of ``after``, and ``sequence_ops_after`` its count, when the
+    caller has them already)."""
+    if sequence_ops_after is None:
+        sequence_ops_after = count_sequence_ops(after)
     if sequence_ops_after > sequence_ops_before:
         raise SelfCheckError(
             f"the optimized model has more sequence ops than the input "
