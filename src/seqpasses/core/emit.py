@@ -71,10 +71,10 @@ class Emitter:
     ) -> ir.Node:
         base = self.base or ((self.anchor.name or self.anchor.op_type) if self.anchor else "output")
         name = self.owner.next_name(base, op_type)
-        if isinstance(attributes, list):  # ready-made attributes: no conversion to pay for
-            node = ir.Node(
-                "", op_type, list(inputs), attributes, num_outputs=num_outputs, name=name
-            )
+        if isinstance(attributes, list) or not attributes:
+            # ready-made attributes, or none: no conversion to pay for
+            ready: list[ir.Attr] = attributes if isinstance(attributes, list) else []
+            node = ir.Node("", op_type, list(inputs), ready, num_outputs=num_outputs, name=name)
         else:
             node = ir.node(
                 op_type,
@@ -380,9 +380,12 @@ def concat_shape(inputs: Sequence[ir.Value], axis: int) -> ir.Shape | None:
         ints = {s[i] for s in known if isinstance(s[i], int)}
         if len(ints) > 1:
             return None  # the inputs disagree: Concat fails at run time, so claim no shape
+        if ints:
+            dims.append(ints.pop())
+            continue
         column = [s[i] for s in known]
         named = [d for d in column if isinstance(d, ir.SymbolicDim) and d.value is not None]
-        dims.append(ints.pop() if ints else (named[0] if named else ir.SymbolicDim(None)))
+        dims.append(named[0] if named else ir.SymbolicDim(None))
     return ir.Shape(dims)
 
 

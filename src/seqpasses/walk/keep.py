@@ -46,6 +46,14 @@ class KeepMixin:
         folded. Not ``settled`` (during the walk): of the nodes left, only those that fail
         whatever comes later (a read of a loop's list may yet be rewritten). Never a copy of
         a node already replaced when it was copied (an unrolled body still holding it)."""
+        if (  # (most nodes: no copy, no check, not left, not dead; asked of every node)
+            node not in self.facts.reasons
+            and node not in self.origin
+            and node not in self.cloned
+            and node not in self.check_nodes
+            and node not in self.dead_in_input
+        ):
+            return False
         if self._stale(node):
             return False
         if self._is_check(node):
@@ -68,7 +76,7 @@ class KeepMixin:
         failing = self._failing_functions(model)
         for _, graph in graphs(model):
             for node in graph:
-                if self.holds_failure(node) or node.op_identifier() in failing:
+                if self.holds_failure(node) or (failing and node.op_identifier() in failing):
                     candidates.add(node)
                 for _, inner in subgraphs(node):
                     holders[id(inner)] = node

@@ -34,6 +34,7 @@ class Walker:
         self, table: Table, options: FoldOptions, report: Report, dry: bool = False
     ) -> None:
         self.table = table
+        self.ops = frozenset(op for op, _ in table)  # (the ops the table has a row for)
         self.dry = dry
         self.facts = Facts()
         self.edits = Edits(self.facts, report, dry, options.max_split)
@@ -83,7 +84,8 @@ class Walker:
     def visit(self, node: ir.Node, scope: Scope) -> None:
         """Walk a node's subgraphs, then apply its transfer function (or the fallback)."""
         default = is_default(node)
-        first = self._entry(node, "*") if default else None
+        listed = default and node.op_type in self.ops  # (most nodes: no row, no lookup)
+        first = self._entry(node, "*") if listed else None
         if first is not None and first.before is not None and (first.dry or not self.dry):
             said = first.before(self.ctx, node, scope)
             if said is not None:
@@ -93,6 +95,9 @@ class Walker:
         if not default:
             return
         self.facts.paths[node] = scope.path
+        if not listed:
+            self.edits.fallback(node, scope)
+            return
         source = node.inputs[0] if node.inputs else None
         entry = self._entry(node, self.facts.kind(source))
         refs = [a for a in node.attributes.values() if a.is_ref()] if node.attributes else []
