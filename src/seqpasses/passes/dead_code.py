@@ -24,7 +24,15 @@ from collections.abc import Collection
 import onnx
 import onnx_ir as ir
 
-from seqpasses.core.graph import clear_inputs, drop_subgraphs, is_default, onnx_opset, subgraphs
+from seqpasses.core.graph import (
+    GRAPH_HOLDERS,
+    all_nodes,
+    clear_inputs,
+    drop_subgraphs,
+    is_default,
+    onnx_opset,
+    subgraphs,
+)
 
 __all__ = ["RemoveDeadNodesPass", "dead_nodes", "remove_dead_nodes"]
 
@@ -77,6 +85,12 @@ def remove_dead_nodes(
 def dead_nodes(model: ir.Model) -> set[ir.Node]:
     """The nodes :func:`remove_dead_nodes` would remove from ``model`` (main graph,
     subgraphs at any depth, functions), removing nothing."""
+    return marked_dead(model) if _has_sink(model) else set()
+
+
+def marked_dead(model: ir.Model) -> set[ir.Node]:
+    """:func:`dead_nodes` by marking what each graph's outputs read (what it does when some
+    node is read by nothing)."""
     dead: set[ir.Node] = set()
 
     def mark(graph: ir.Graph | ir.Function) -> None:
@@ -90,6 +104,17 @@ def dead_nodes(model: ir.Model) -> set[ir.Node]:
     for function in model.functions.values():
         mark(function)
     return dead
+
+
+def _has_sink(model: ir.Model) -> bool:
+    """Whether some node of ``model`` (at any depth) has no output that a node reads or a graph
+    returns. Without one, no node is dead: the readers of a dead node are dead (or dead nodes
+    inside a subgraph), so the last of them would be read by nothing. A walk of the nodes
+    instead of their liveness, in the models as exporters write them."""
+    for node in all_nodes(model):
+        if not any(out.uses() or out.is_graph_output() for out in node.outputs):
+            return True
+    return False
 
 
 def _live(
@@ -176,6 +201,8 @@ def _optional_outputs(op_type: str, opset: int | None) -> tuple[bool, ...] | Non
 def _reads(node: ir.Node, skip: Collection[ir.Node] = frozenset()) -> list[ir.Value | None]:
     """What ``node`` reads: its inputs, and every value its subgraphs (at any depth) read or
     return (a branch may return an outer value as it is), but for their nodes in ``skip``."""
+    if node.op_type not in GRAPH_HOLDERS and is_default(node):
+        return list(node.inputs)  # (most nodes: an ONNX op that holds no graph)
     reads = list(node.inputs)
     graphs = [g for _, g in subgraphs(node)]
     while graphs:
