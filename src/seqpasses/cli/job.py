@@ -23,6 +23,7 @@ from typing import Any
 import onnx
 import onnx_ir as ir
 
+from seqpasses.core.pause import no_cycle_collection
 from seqpasses.core.skeleton import Skeleton, skeleton
 from seqpasses.errors import BadInputError
 from seqpasses.io import (
@@ -207,17 +208,21 @@ def run_job(job: Job) -> Outcome:
     start = time.perf_counter()
     report = Report()
     timings: dict[str, float] = {}
-    loaded = load(job.input, job.options)
-    timings["load"] = time.perf_counter() - start
-    input_data = external_data_files(loaded.proto, job.input.parent, loaded.file)
-    external = job.external_data
-    if external is None and input_data:
-        external = ""
-    if external == "":
-        external = f"{job.output.name}.data"
-    plan_writes(job.input, job.output, external, job.report, input_data)
-    inputs = check_inputs(job.check_inputs, loaded.proto) if job.check_inputs is not None else None
-    result = optimize_loaded(loaded, job.options, report)
+    # (one pause of the cycle collector from loading to the result: at the end of a pause of
+    # its own, the collector would traverse the whole model just loaded)
+    with no_cycle_collection():
+        loaded = load(job.input, job.options)
+        timings["load"] = time.perf_counter() - start
+        input_data = external_data_files(loaded.proto, job.input.parent, loaded.file)
+        external = job.external_data
+        if external is None and input_data:
+            external = ""
+        if external == "":
+            external = f"{job.output.name}.data"
+        plan_writes(job.input, job.output, external, job.report, input_data)
+        given = job.check_inputs
+        inputs = check_inputs(given, loaded.proto) if given is not None else None
+        result = optimize_loaded(loaded, job.options, report)
     if result.model is None:
         notes = [f"written unchanged: {report.unchanged}"]
         if job.check:
