@@ -4,7 +4,8 @@
 One shape hides the quadratic paths another exposes: many graph outputs (per-output work), one
 long list (per-element copies), wide fan-out of one list (per-reader work), many small loops
 (per-subgraph work), a chain of Ifs (per-branch work), many model-local functions (per-function
-work), and a mixed, realistic graph.
+work), a mixed graph of sequence ops, and a graph of plain ops with a list now and then (what
+real exports look like).
 """
 
 from __future__ import annotations
@@ -217,6 +218,27 @@ def mixed(target: int) -> onnx.ModelProto:
     return _model(node.nodes, [X], [output])
 
 
+def exported(target: int) -> onnx.ModelProto:
+    """What real exports look like: long runs of plain ops, and now and then a list (a
+    tensor split into a list, two of its chunks read by position and put back together, as
+    ``torch.jit.script`` leaves ``torch.split`` and indexing)."""
+    node = _Nodes()
+    zero, one = node.const("zero", 0), node.const("one", 1)
+    acc = "x"
+    unit = 0
+    while len(node) < target:
+        u = f"u{unit}"
+        for k in range(40):
+            acc = node(("Relu", "Neg", "Sigmoid", "Abs")[k % 4], [acc], f"{u}_p{k}")
+        parts = node("SplitToSequence", [acc], f"{u}_parts", axis=0, keepdims=1)
+        first = node("SequenceAt", [parts, zero], f"{u}_first")
+        second = node("SequenceAt", [parts, one], f"{u}_second")
+        acc = node("Concat", [second, first], f"{u}_cat", axis=0)
+        unit += 1
+    output = helper.make_tensor_value_info(acc, FLOAT, [2, 3])
+    return _model(node.nodes, [X], [output])
+
+
 SHAPES: dict[str, Callable[[int], onnx.ModelProto]] = {
     "many outputs": many_outputs,
     "long list": long_list,
@@ -225,4 +247,5 @@ SHAPES: dict[str, Callable[[int], onnx.ModelProto]] = {
     "if chain": if_chain,
     "many functions": many_functions,
     "mixed": mixed,
+    "exported": exported,
 }
