@@ -109,9 +109,7 @@ def optimize(
         inline_functions=inline_functions,
         infer_shapes=infer_shapes,
     )
-    # (one pause of the cycle collector from loading to the result: at the end of a pause of
-    # its own, the collector would traverse the whole model just loaded)
-    with no_cycle_collection():
+    with no_cycle_collection():  # (from loading to the result: see core.pause)
         start = time.perf_counter()
         loaded = load(model, options)
         taken = time.perf_counter() - start
@@ -160,7 +158,7 @@ def optimize_ir(
         max_split=max_split,
         node_budget=node_budget,
     )
-    with no_cycle_collection():  # (one pause from loading to the result, as in optimize)
+    with no_cycle_collection():  # (from loading to the result: see core.pause)
         loaded = load(model, options, admission=False)
         result = optimize_loaded(loaded, options, report, self_check_result=self_check)
     _adopt(model, result)

@@ -399,7 +399,6 @@ def _optimize_loaded(
                 # declared shapes the rewritten graph contradicts (an exporter's guess the
                 # original's sequence ops kept ONNX from checking): replaced, then checked
                 result = _skeleton(model, options, Report())
-                report.ops_after = count_ops(result.proto)
                 why = passes_checker(result.proto)
             if why:
                 bare = without_inner_shapes(result.proto)
@@ -418,8 +417,7 @@ def _optimize_loaded(
                     report.left.clear()
                     text = f"onnx's full check would reject the optimized model ({still})"
                     return _unchanged(loaded, report, text, "run-time-failure")
-            # (the op counts of the result: its declarations may have changed since, its
-            # nodes not)
+            # (the op counts taken above: declarations may have changed since, nodes not)
             self_check(
                 result.proto,
                 report.sequence_ops_before,

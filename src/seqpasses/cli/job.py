@@ -208,9 +208,7 @@ def run_job(job: Job) -> Outcome:
     start = time.perf_counter()
     report = Report()
     timings: dict[str, float] = {}
-    # (one pause of the cycle collector from loading to the result: at the end of a pause of
-    # its own, the collector would traverse the whole model just loaded)
-    with no_cycle_collection():
+    with no_cycle_collection():  # (from loading to the result: see core.pause)
         loaded = load(job.input, job.options)
         timings["load"] = time.perf_counter() - start
         input_data = external_data_files(loaded.proto, job.input.parent, loaded.file)

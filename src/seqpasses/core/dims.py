@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from typing import TypeGuard
 
 import onnx_ir as ir
 
@@ -134,25 +135,21 @@ _GENERATED = re.compile(r"^unk__\d+$|_dim_\d+$")
 TorchScript exporter's ``<op><n>_dim_<k>``."""
 
 
+def _symbolic(dim: object) -> TypeGuard[ir.SymbolicDim]:
+    """Whether ``dim`` is a symbolic dim; an int is ruled out first (a failed isinstance of an
+    onnx_ir class, a runtime protocol, costs 1 µs)."""
+    return not isinstance(dim, int) and isinstance(dim, ir.SymbolicDim)
+
+
 def generated(dim: object) -> bool:
     """A dim named by a tool that knew nothing of it (ONNX's ``unk__N``, an exporter's
     ``<op><n>_dim_<k>``): a name that says nothing."""
-    return (
-        not isinstance(dim, int)
-        and isinstance(dim, ir.SymbolicDim)
-        and bool(dim.value)
-        and _GENERATED.search(dim.value or "") is not None
-    )
+    return _symbolic(dim) and bool(dim.value) and _GENERATED.search(dim.value or "") is not None
 
 
 def _unknown(dim: object) -> bool:
     """No size and no user-given name (generated names such as ``unk__N`` say nothing)."""
-    # (an int first: a failed isinstance of an onnx_ir class, a runtime protocol, costs 1 µs)
-    return (
-        not isinstance(dim, int)
-        and isinstance(dim, ir.SymbolicDim)
-        and (dim.value is None or _GENERATED.search(dim.value) is not None)
-    )
+    return _symbolic(dim) and (dim.value is None or _GENERATED.search(dim.value) is not None)
 
 
 def fill_shape(

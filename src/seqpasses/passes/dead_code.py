@@ -25,7 +25,6 @@ import onnx
 import onnx_ir as ir
 
 from seqpasses.core.graph import (
-    GRAPH_HOLDERS,
     all_nodes,
     clear_inputs,
     drop_subgraphs,
@@ -34,7 +33,7 @@ from seqpasses.core.graph import (
     subgraphs,
 )
 
-__all__ = ["RemoveDeadNodesPass", "dead_nodes", "remove_dead_nodes"]
+__all__ = ["RemoveDeadNodesPass", "dead_nodes", "marked_dead", "remove_dead_nodes"]
 
 
 def remove_dead_nodes(
@@ -201,8 +200,6 @@ def _optional_outputs(op_type: str, opset: int | None) -> tuple[bool, ...] | Non
 def _reads(node: ir.Node, skip: Collection[ir.Node] = frozenset()) -> list[ir.Value | None]:
     """What ``node`` reads: its inputs, and every value its subgraphs (at any depth) read or
     return (a branch may return an outer value as it is), but for their nodes in ``skip``."""
-    if node.op_type not in GRAPH_HOLDERS and is_default(node):
-        return list(node.inputs)  # (most nodes: an ONNX op that holds no graph)
     reads = list(node.inputs)
     graphs = [g for _, g in subgraphs(node)]
     while graphs:
