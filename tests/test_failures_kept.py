@@ -95,3 +95,51 @@ g (float[3] a, int64 p) => (float[3] y) {{
     ops = [n.op_type for n in optimized.graph.node]
     assert ("SequenceAt" in ops) == kept  # out of range: left, kept though nothing reads it
     assert "Gather" in ops  # the check of the erase's run-time position (Gather([0], p))
+
+
+def test_the_checks_are_written_in_the_order_they_were_made() -> None:
+    # four run-time checks (a position of an insert, row 0 of a loop's list read three
+    # times), each given an unread Cast: the result must not depend on where the checks sit
+    # in memory (a set of them once gave up to seven different results in eight runs of
+    # one process)
+    model = _model("""
+g (float[3,2,2] x0, int64 i9) => (int64 n, float[3,2,2] first) {
+  sig = Sigmoid(x0)
+  s3 = SequenceConstruct(sig, sig, x0)
+  rel = Relu(x0)
+  s7 = SequenceInsert(s3, rel)
+  s10 = SequenceInsert(s7, x0, i9)
+  four = Constant<value = int64 {4}>()
+  yes = Constant<value = bool {1}>()
+  grown = Loop(four, yes, s10) <body = b (int64 it, bool c, seq(float[]) sin)
+      => (bool cout, seq(float[]) sout) {
+    cout = Identity(c)
+    itf = Cast<to = 1>(it)
+    new = Add(sig, itf)
+    zero = Constant<value = int64 {0}>()
+    row = SequenceAt(sin, zero)
+    total = ReduceSum<keepdims = 0>(row)
+    more = Add(new, total)
+    sout = SequenceInsert(sin, more)
+  }>
+  abs = Abs(sig)
+  back = Constant<value = int64 {-4}>()
+  s36 = SequenceInsert(s10, abs, back)
+  n = SequenceLength(s3)
+  at = Constant<value = int64 {0}>()
+  first = SequenceAt(s7, at)
+}""")
+    feeds = [
+        {"x0": np.full((3, 2, 2), 0.5, np.float32), "i9": np.array(p, np.int64)}
+        for p in (0, 2, -1, 9)
+    ]
+    results = {_keeps_outcomes(model, feeds).SerializeToString()}
+    ballast = []
+    for size in (1, 977, 4099, 31, 2053, 7, 6151, 389):  # (other addresses for each run)
+        ballast.append([object() for _ in range(size)])
+        optimized = seqpasses.optimize(model)
+        results.add(optimized.SerializeToString())
+    assert len(results) == 1
+    kept = [n.name for n in optimized.graph.node if n.name.endswith("/kept")]
+    assert len(kept) >= 2, kept
+    assert sequence_op_count(optimized) == 0
