@@ -97,6 +97,17 @@ main (float[2] x, bool c) => (float[2] y) {
     }>
 }
 """,
+    # read only by a dead If: one branch returns it as it is, the other reads it
+    "returned by a dead branch": """
+main (float[2] x, bool c) => (float[2] y) {
+    y = Relu (x)
+    a = Neg (x)
+    z = If (c) <then_branch = g1 () => (float[2] a) {
+    }, else_branch = g2 () => (float[2] e) {
+        e = Abs (a)
+    }>
+}
+""",
     # every node read by another or returned: nothing is dead
     "every node read": """
 main (float[2] x) => (float[2] y) {
@@ -127,3 +138,17 @@ def test_the_walk_agrees_with_the_marking_on_the_sample_models() -> None:
         held += 1
         assert dead_nodes(model) == marked_dead(model), path.name
     assert held > len(paths) // 2
+
+
+@pytest.mark.parametrize("case", sorted(DEAD_CASES))
+def test_removal_takes_what_the_marking_finds(case: str) -> None:
+    # a graph none of whose nodes is read by nothing is not marked at all: the removal still
+    # takes exactly the dead nodes, at every depth
+    proto = onnx.parser.parse_model('<ir_version: 8, opset_import: ["" : 18]>' + DEAD_CASES[case])
+    model = ir.serde.deserialize_model(proto)
+    dead = marked_dead(model)
+    done = RemoveDeadNodesPass()
+    done(model)
+    assert set(done.removed) == dead
+    assert all(node.graph is None for node in dead)
+    assert not marked_dead(model)

@@ -85,7 +85,8 @@ def number_nodes(model: ir.Model) -> None:
     in: ``optimize``'s report and ``inspect`` then name an unnamed node alike, ``#3``."""
     with no_cycle_collection():  # (a store per node: the collector would rescan the heap)
         for index, node in enumerate(all_nodes(model)):
-            node.meta[INDEX] = index
+            if not node.name:  # (a named node is named by its name: no store for it)
+                node.meta[INDEX] = index
 
 
 def node_name(node: ir.Node) -> str:
@@ -111,16 +112,23 @@ GRAPH_HOLDERS = {  # the ONNX ops with graph attributes, and those attributes
 }
 
 
-def subgraphs(node: ir.Node) -> list[tuple[str, ir.Graph]]:
+_NO_GRAPHS: tuple[tuple[str, ir.Graph], ...] = ()
+
+
+def subgraphs(node: ir.Node) -> Sequence[tuple[str, ir.Graph]]:
     """The graphs a node holds, each with its attribute spelled as paths spell it
     (``body``, ``then_branch``, ``branches[1]``)."""
-    found: list[tuple[str, ir.Graph]] = []
-    if node.domain in DEFAULT_DOMAINS:  # (called for every node of every walk: kept quick)
-        for name in GRAPH_HOLDERS.get(node.op_type, ()):
+    names = GRAPH_HOLDERS.get(node.op_type)  # (called for every node of every walk: kept quick)
+    if node.domain in DEFAULT_DOMAINS:
+        if names is None:  # (most nodes: one shared empty answer)
+            return _NO_GRAPHS
+        found: list[tuple[str, ir.Graph]] = []
+        for name in names:
             attr = node.attributes.get(name)
             if attr is not None and not attr.is_ref() and attr.type == ir.AttributeType.GRAPH:
                 found.append((name, attr.as_graph()))
         return found
+    found = []
     for attr in node.attributes.values():
         if attr.is_ref():
             continue

@@ -19,7 +19,7 @@ rewrites emit: a failure is an output too), and :func:`dead_nodes` finds the fir
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 
 import onnx
 import onnx_ir as ir
@@ -63,8 +63,8 @@ def remove_dead_nodes(
             held = [remove_dead_nodes(g, removed, opset, protected) for _, g in inner]
             if any(held):
                 rooted.append(node)
-    live = _live(graph, protected, rooted)
-    if len(live) != len(graph):
+    live = _live(graph, protected, rooted) if _sinks(graph) else None
+    if live is not None and len(live) != len(graph):
         dead = [node for node in graph if node not in live]
         for node in holders:
             if node not in live:
@@ -110,7 +110,14 @@ def _has_sink(model: ir.Model) -> bool:
     returns. Without one, no node is dead: the readers of a dead node are dead (or dead nodes
     inside a subgraph), so the last of them would be read by nothing. A walk of the nodes
     instead of their liveness, in the models as exporters write them."""
-    for node in all_nodes(model):
+    return _sinks(all_nodes(model))
+
+
+def _sinks(nodes: Iterable[ir.Node]) -> bool:
+    """Whether one of ``nodes`` has no output that a node reads or a graph returns: without
+    one among a graph's nodes, none of them is dead (:func:`_has_sink`), and the graph's
+    liveness need not be marked (its subgraphs cleaned first: their dead nodes read nothing)."""
+    for node in nodes:
         if not any(out.uses() or out.is_graph_output() for out in node.outputs):
             return True
     return False
