@@ -84,7 +84,7 @@ def remove_dead_nodes(
 def dead_nodes(model: ir.Model) -> set[ir.Node]:
     """The nodes :func:`remove_dead_nodes` would remove from ``model`` (main graph,
     subgraphs at any depth, functions), removing nothing."""
-    return marked_dead(model) if _has_sink(model) else set()
+    return marked_dead(model) if _sinks(all_nodes(model)) else set()
 
 
 def marked_dead(model: ir.Model) -> set[ir.Node]:
@@ -105,18 +105,12 @@ def marked_dead(model: ir.Model) -> set[ir.Node]:
     return dead
 
 
-def _has_sink(model: ir.Model) -> bool:
-    """Whether some node of ``model`` (at any depth) has no output that a node reads or a graph
-    returns. Without one, no node is dead: the readers of a dead node are dead (or dead nodes
-    inside a subgraph), so the last of them would be read by nothing. A walk of the nodes
-    instead of their liveness, in the models as exporters write them."""
-    return _sinks(all_nodes(model))
-
-
 def _sinks(nodes: Iterable[ir.Node]) -> bool:
-    """Whether one of ``nodes`` has no output that a node reads or a graph returns: without
-    one among a graph's nodes, none of them is dead (:func:`_has_sink`), and the graph's
-    liveness need not be marked (its subgraphs cleaned first: their dead nodes read nothing)."""
+    """Whether one of ``nodes`` (a model's at any depth, or a graph's once its subgraphs are
+    cleaned) has no output that a node reads or a graph returns. Without one, none of them is
+    dead: the readers of a dead node are dead (or dead nodes inside a subgraph), so the last
+    of them would be read by nothing. A walk of the nodes instead of their liveness, in the
+    models as exporters write them."""
     for node in nodes:
         if not any(out.uses() or out.is_graph_output() for out in node.outputs):
             return True

@@ -94,7 +94,7 @@ class FoldSequencesPass(ir.passes.InPlacePass):
         walk.walker.edits.drop_unused()
         created = walk.walker.edits.created
         narrow_splits(created, main_opset(model))
-        anchor_checks(edits.check_order)
+        anchor_checks(edits.check_nodes)
         if created:
             # onnx_ir names new values per graph ("val_0"), which can repeat a name of an
             # enclosing graph; ONNX wants names unique across nested scopes.

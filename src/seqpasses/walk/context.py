@@ -14,7 +14,6 @@ the applier's.
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Mapping, Sized
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -62,7 +61,7 @@ class Written(Protocol):
         """The write-backs ONNX Runtime cannot load, so far."""
 
     @property
-    def check_nodes(self) -> AbstractSet[ir.Node]:
+    def check_nodes(self) -> Container[ir.Node]:
         """The nodes that stay whatever reads them (run-time checks)."""
 
     def current(self, value: ir.Value) -> ir.Value:

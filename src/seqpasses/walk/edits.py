@@ -85,10 +85,9 @@ class Edits(KeepMixin, MaterializeMixin, OutcomesMixin):
         # nodes that must stay even when nothing reads them: the checks rewrites emit (a
         # normalized run-time position, a Split of run-time sizes, a guard against an empty
         # list), and the nodes dead in the model as given (set before the walk)
-        self.check_nodes: set[ir.Node] = journal.cache(set())
-        # the same, in the order they were made: what follows them is written in that order
-        # (a set's order follows the nodes' addresses, which the result must not depend on)
-        self.check_order: list[ir.Node] = journal.cache([])
+        # (in the order they were made, which is the order they are anchored in: a set's
+        # order follows the nodes' addresses, which the result must not depend on)
+        self.check_nodes: dict[ir.Node, None] = journal.cache({})
         self.dead_in_input: set[ir.Node] = set()
         self.cloned: dict[ir.Node, ir.Node] = {}  # a node of a cloned body -> what it copies
 
@@ -159,9 +158,8 @@ class Edits(KeepMixin, MaterializeMixin, OutcomesMixin):
         """Record that the node making ``value`` checks something at run time (it fails where
         the op it stands for fails): it stays, whatever reads it. Returns ``value``."""
         producer = value.producer()
-        if not self.dry and producer is not None and producer not in self.check_nodes:
-            self.check_nodes.add(producer)
-            self.check_order.append(producer)
+        if not self.dry and producer is not None:
+            self.check_nodes[producer] = None
         return value
 
     def note(self, text: str) -> None:

@@ -29,7 +29,7 @@ class KeepMixin:
     origin: dict[ir.Node, ir.Node]
     cloned: dict[ir.Node, ir.Node]
     forwarded: dict[ir.Value, ir.Value]
-    check_nodes: set[ir.Node]
+    check_nodes: dict[ir.Node, None]
     dead_in_input: set[ir.Node]
     current: Callable[[ir.Value], ir.Value]
 
