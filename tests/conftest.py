@@ -1,4 +1,5 @@
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -11,3 +12,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 settings.register_profile("ci", derandomize=True, database=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+# A shell without job control starts a background job with Ctrl-C ignored, and what the tests
+# start would inherit it: the tests of interrupts need Python's own handler.
+signal.signal(signal.SIGINT, signal.default_int_handler)

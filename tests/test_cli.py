@@ -444,9 +444,11 @@ def test_ctrl_c_at_any_moment_leaves_the_output_whole_or_absent_and_says_which(
     assert 130 in outcomes
 
 
-def test_ctrl_c_in_a_folder_run_stops_the_workers_and_counts_what_was_written(
+def test_ctrl_c_in_a_folder_run_stops_the_workers_and_writes_nothing(
     tmp_path: Path,
 ) -> None:
+    """A folder run puts its models in place together at its end: an interrupt before then
+    leaves nothing, the output folder it made included, and no worker behind."""
     import hostile
 
     source, target = tmp_path / "in", tmp_path / "out"
@@ -460,10 +462,6 @@ def test_ctrl_c_in_a_folder_run_stops_the_workers_and_counts_what_was_written(
         code, stderr = _interrupted(argv, 0.5, group=group, workers=True, presses=presses)
         assert code == 130 and "Traceback" not in stderr, stderr
         line = stderr.strip().splitlines()[-1]
-        assert line.startswith("seqpasses: interrupted; ") and "of 3 model(s) written" in line
-        written = int(line.split("; ")[1].split(" of ")[0])
-        outputs = sorted(target.rglob("*.onnx"))
-        assert len(outputs) >= written  # (one may be written after the line was counted)
-        for output in outputs:
-            onnx.checker.check_model(onnx.load(output))
-        assert not _staging_left(target)
+        assert line.startswith("seqpasses: interrupted; nothing written (")
+        assert "of 3 model(s) were done" in line
+        assert not target.exists()

@@ -215,15 +215,14 @@ def test_folder_mode_survives_a_worker_that_dies(tmp_path: Path) -> None:
     command += ["-o", str(tmp_path / "out"), "--node-budget", "100000000", "-j", "1"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     killed = False
-    first: set[int] = set()  # the good model's worker (-j 1: it runs alone, first)
+    first: int | None = None  # the good model's worker (-j 1: it runs alone, first)
     deadline = time.monotonic() + 60
     while not killed and time.monotonic() < deadline and process.poll() is None:
-        time.sleep(0.2)
-        written = (tmp_path / "out" / "good.onnx").exists()
+        time.sleep(0.05)
         for child in _children(process.pid):
-            if not written:
-                first.add(child)
-            elif child not in first:  # the worker of the slow model (the second)
+            if first is None:
+                first = child
+            elif child != first:  # the worker of the slow model (the second)
                 os.kill(child, signal.SIGKILL)  # as the out-of-memory killer would
                 killed = True
     out, err = process.communicate(timeout=60)

@@ -19,7 +19,7 @@ from typing import Any, overload
 import onnx
 import onnx_ir as ir
 
-from seqpasses.core.constants import constant_array
+from seqpasses.core.constants import constant_array, integer_array
 from seqpasses.core.dims import (
     contradicts,
     fill_shape,
@@ -263,7 +263,7 @@ def _reads_of_lists(
             continue
         shape: ir.Shape | None = None
         if node.op_type == "SequenceAt":
-            array = constant_array(position) if position is not None else None
+            array = integer_array(position) if position is not None else None
             if array is not None and array.size == 1:
                 index = int(array.reshape(()))
                 if -len(held.elements) <= index < len(held.elements):
@@ -375,7 +375,7 @@ def _split_facts(copy: ir.Model) -> Facts:
             axis += rank if axis < 0 else 0
             split = node.inputs[1] if len(node.inputs) > 1 else None
             if split is not None:
-                array = constant_array(split)
+                array = integer_array(split)
                 if array is None or array.ndim != 0 or int(array) != 1:
                     continue
             dims = list(data.shape)

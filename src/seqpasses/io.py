@@ -1,21 +1,15 @@
-"""Reading and writing model files with one-line errors and no half-written files.
+"""Reading and writing model files with one-line errors.
 
-Where a file goes is decided by what the path names (:func:`destination`): a regular file or
-nothing is written atomically (a temporary file beside it, then a rename); a symlink is
-followed (its target gets the file, atomically, and the link stays a link); a pipe or a
-character device (``/dev/null``, ``/dev/stdout``, a FIFO) gets the bytes written into it, as
-``cp`` and ``cat >`` do; anything else (a folder, a block device, a socket) is refused with one
-line. An entry that is not ours to replace is never replaced.
+Reading: :func:`read_model`, the one way a model file comes in. Writing: the ``write_*``
+functions write a model into a staged file of a :class:`~seqpasses.transaction.Transaction`
+(its external data beside it, in the same staging folder), which puts every file of a run in
+place together, or none.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import stat
-import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import onnx
@@ -23,25 +17,21 @@ import onnx_ir as ir
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
 from seqpasses.checks.external import check_external_data, external_tensors
+from seqpasses.checks.wellformed import check_wellformed
 from seqpasses.core.graph import DEFAULT_DOMAINS
 from seqpasses.core.skeleton import LIGHT_BYTES, Skeleton
 from seqpasses.errors import BadInputError, first_line
-from seqpasses.interrupts import held_back, record_written
 from seqpasses.wire import FileRegion, Initializer, read_without_weights, write_model
 
 __all__ = [
-    "Destination",
-    "copy_model",
-    "destination",
     "external_data_files",
     "is_stream",
     "read_model",
     "read_proto",
-    "save_ir",
-    "save_proto",
-    "save_streamed",
     "with_external_data",
-    "write_text",
+    "write_ir",
+    "write_proto",
+    "write_streamed",
 ]
 
 
@@ -128,11 +118,13 @@ def with_external_data(proto: onnx.ModelProto, folder: Path | None) -> onnx.Mode
 
 
 def check_structure(proto: onnx.ModelProto, name: str) -> None:
-    """The least a model must have to be read at all: a graph and an ONNX opset."""
+    """The least a model must have to be read at all: a graph and an ONNX opset; then the
+    gate of every invariant the rest relies on (:mod:`seqpasses.checks.wellformed`)."""
     if not proto.HasField("graph") or (not proto.graph.node and not proto.graph.output):
         raise BadInputError(f"{name}: not an ONNX model (no graph)")
     if not any(op.domain in DEFAULT_DOMAINS for op in proto.opset_import):
         raise BadInputError(f"{name}: the model imports no ONNX opset (opset_import is empty)")
+    check_wellformed(proto, name)
 
 
 _TWO_GB = 2**31
@@ -152,114 +144,6 @@ def external_data_files(
                 if found != own:
                     files.add(found)
     return files
-
-
-@dataclass(frozen=True)
-class Destination:
-    """Where a written file's bytes go: ``path`` (symlinks followed), replaced atomically,
-    or, for a pipe or a character device (``stream``), written into."""
-
-    given: Path
-    path: Path
-    stream: bool = False
-
-    @property
-    def folder(self) -> Path:
-        return self.path.parent
-
-
-def destination(path: str | os.PathLike[str]) -> Destination:
-    """What writing to ``path`` means (see the module docstring); one line when it is refused."""
-    given = Path(path)
-    real = Path(os.path.realpath(given))
-    try:
-        mode = os.stat(given).st_mode  # (symlinks followed)
-    except FileNotFoundError:
-        return Destination(given, real)
-    except OSError as error:
-        raise BadInputError(f"{given}: cannot write ({error.strerror or error})") from None
-    if stat.S_ISREG(mode):
-        return Destination(given, real)
-    if stat.S_ISDIR(mode):
-        raise BadInputError(f"{given}: is a folder, not a file")
-    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
-        # opened by the name given: /dev/stdout resolves to a pipe's pseudo-name
-        return Destination(given, given, stream=True)
-    kind = "a block device" if stat.S_ISBLK(mode) else "not a regular file"
-    raise BadInputError(f"{given}: is {kind}; refusing to write into it or replace it")
-
-
-def _stream_into(source: Path, target: Destination) -> None:
-    """Copy the file ``source`` into the pipe or device ``target`` (not truncated, not
-    replaced: as ``cat source > target``)."""
-    try:
-        with open(source, "rb") as reader, open(target.path, "wb") as writer:
-            shutil.copyfileobj(reader, writer, 1 << 20)
-    except OSError as error:
-        raise BadInputError(f"{target.given}: cannot write ({error.strerror or error})") from None
-
-
-def _file_mode() -> int:
-    """What a new file's mode would be under the current umask (temporary files are 0600)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-def _replace(source: Path, target: Path) -> None:
-    try:
-        os.chmod(source, _file_mode())
-        os.replace(source, target)
-    except OSError as error:
-        raise BadInputError(f"{target}: cannot write ({error.strerror or error})") from None
-
-
-def write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` (see :func:`destination`): atomically for a file."""
-
-    def write(staged: Path) -> None:
-        staged.write_text(text, encoding="utf-8")
-
-    _staged(path, write)
-
-
-def _staged(path: str | os.PathLike[str], write: Callable[[Path], None]) -> None:
-    """Run ``write(staged_file)`` in a temporary folder, then move what it wrote into place
-    (see :func:`destination`): a failure leaves no half-written file. A stream (a pipe, a
-    device) gets the one file written into it; files beside it (external data) need a real
-    folder."""
-    target = destination(path)
-    if not target.stream and not target.folder.is_dir():
-        raise BadInputError(f"{target.folder}: output folder does not exist")
-    try:
-        staging = Path(
-            tempfile.mkdtemp(
-                prefix=f".{target.path.name}.", dir=None if target.stream else target.folder
-            )
-        )
-    except OSError as error:
-        raise BadInputError(f"{target.given}: cannot write ({error.strerror or error})") from None
-    try:
-        staged = staging / target.path.name
-        write(staged)
-        if target.stream and any(made != staged for made in staging.iterdir()):
-            raise BadInputError(
-                f"{target.given}: a pipe or a device cannot hold a model's external data "
-                "beside it; write to a file"
-            )
-        with held_back():  # (a model and its data go in place together, or not at all)
-            if target.stream:
-                _stream_into(staged, target)
-            else:
-                for made in staging.iterdir():
-                    if made != staged:
-                        _replace(made, destination(target.folder / made.name).path)
-                _replace(staged, target.path)
-            record_written(target.given)
-    except OSError as error:
-        raise BadInputError(f"{target.given}: cannot write ({error.strerror or error})") from None
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _protobuf(proto: onnx.ModelProto, target: Path) -> bytes:
@@ -286,19 +170,15 @@ def _attribute_data_in_memory(model: ir.Model) -> None:
                 node.attributes[name] = ir.AttrTensor(name, tensor)
 
 
-def save_ir(model: ir.Model, path: str | os.PathLike[str], external_data: str | None) -> None:
-    """Write ``model`` atomically; with ``external_data`` (a file name beside the output)
-    every initializer's data goes there instead of into the protobuf (which cannot exceed
-    2 GB)."""
-
-    def write(staged: Path) -> None:
-        if external_data is not None:
-            _attribute_data_in_memory(model)
-            ir.save(model, staged, format="protobuf", external_data=external_data)
-        else:
-            staged.write_bytes(_protobuf(ir.serde.serialize_model(model), Path(path)))
-
-    _staged(path, write)
+def write_ir(model: ir.Model, staged: Path, external_data: str | None, shown: Path) -> None:
+    """Write ``model`` to ``staged``; with ``external_data`` (a file name) every initializer's
+    data goes to that file beside it instead of into the protobuf (which cannot exceed 2 GB).
+    ``shown``: the output's name, for messages."""
+    if external_data is not None:
+        _attribute_data_in_memory(model)
+        ir.save(model, staged, format="protobuf", external_data=external_data)
+    else:
+        staged.write_bytes(_protobuf(ir.serde.serialize_model(model), shown))
 
 
 def _initializer(value: ir.Value) -> Initializer:
@@ -320,9 +200,9 @@ def _initializer(value: ir.Value) -> Initializer:
     return ir.serde.serialize_tensor(tensor)
 
 
-def save_streamed(skeleton: Skeleton, model: ir.Model, path: str | os.PathLike[str]) -> None:
-    """Write the model ``skeleton`` was made of, its weights inline, atomically: one weight in
-    memory at a time, a weight on disk copied in chunks (:func:`seqpasses.wire.write_model`);
+def write_streamed(skeleton: Skeleton, model: ir.Model, staged: Path, shown: Path) -> None:
+    """Write the model ``skeleton`` was made of to ``staged``, its weights inline: one weight
+    in memory at a time, a weight on disk copied in chunks (:func:`seqpasses.wire.write_model`);
     the protobuf limit of 2 GB holds as for any inline model."""
     frame = skeleton.frame()
     small = {tensor.name: tensor for tensor in skeleton.proto.graph.initializer}
@@ -331,36 +211,19 @@ def save_streamed(skeleton: Skeleton, model: ir.Model, path: str | os.PathLike[s
         small[name] if name in small else _initializer(initializers[name])
         for name in skeleton.order
     ]
-
-    def write(staged: Path) -> None:
-        write_model(frame, tensors, staged)
-        if staged.stat().st_size >= _TWO_GB:
-            raise BadInputError(
-                f"{path}: the model is larger than 2 GB; write its weights with --external-data"
-            )
-
-    _staged(path, write)
+    write_model(frame, tensors, staged)
+    if staged.stat().st_size >= _TWO_GB:
+        raise BadInputError(
+            f"{shown}: the model is larger than 2 GB; write its weights with --external-data"
+        )
 
 
-def copy_model(source: Path, path: str | os.PathLike[str]) -> None:
-    """Write the model file ``source`` as it is to ``path`` (atomically, in chunks)."""
-
-    def write(staged: Path) -> None:
-        shutil.copyfile(source, staged)
-
-    _staged(path, write)
-
-
-def save_proto(
-    proto: onnx.ModelProto, path: str | os.PathLike[str], external_data: str | None
+def write_proto(
+    proto: onnx.ModelProto, staged: Path, external_data: str | None, shown: Path
 ) -> None:
-    """Write ``proto`` (its data in memory) atomically, its weights in ``external_data``
+    """Write ``proto`` (its data in memory) to ``staged``, its weights in ``external_data``
     beside it when given."""
-
-    def write(staged: Path) -> None:
-        if external_data is not None:
-            onnx.save_model(proto, staged, save_as_external_data=True, location=external_data)
-        else:
-            staged.write_bytes(_protobuf(proto, Path(path)))
-
-    _staged(path, write)
+    if external_data is not None:
+        onnx.save_model(proto, staged, save_as_external_data=True, location=external_data)
+    else:
+        staged.write_bytes(_protobuf(proto, shown))

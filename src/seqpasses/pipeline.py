@@ -27,6 +27,7 @@ import onnx_ir as ir
 from seqpasses.checks.admission import admit, runtime_says, to_ir, unknown_opset
 from seqpasses.checks.external import check_external_data
 from seqpasses.checks.selfcheck import passes_checker, self_check, without_inner_shapes
+from seqpasses.checks.wellformed import expanded_nodes
 from seqpasses.core.graph import DEFAULT_DOMAINS, number_nodes
 from seqpasses.core.ops import LEFT_OPS
 from seqpasses.core.pause import no_cycle_collection
@@ -159,10 +160,27 @@ def _ir_external_paths(model: ir.Model, name: str) -> None:
                 )
 
 
+EXPANSION_FACTOR = 100
+EXPANSION_FLOOR = 20_000
+"""A model whose function calls, inlined, would make more than ``max(EXPANSION_FLOOR,
+EXPANSION_FACTOR x its nodes)`` nodes is handed back unchanged: onnx's inference and ONNX
+Runtime work through every call (a function calling another twice, twenty levels deep, is a
+million nodes in under 2 KB)."""
+
+
 def _too_wide(proto: onnx.ModelProto, max_split: int) -> str:
     """Why the model is handed back unchanged before anything is built from it: a node with
     more inputs or outputs than ``max_split`` (a Split into 10^6 pieces gathered by one
-    SequenceConstruct: every step after, the checker included, is proportional to them)."""
+    SequenceConstruct: every step after, the checker included, is proportional to them), or
+    function calls that multiply its nodes past :data:`EXPANSION_FLOOR`."""
+    if proto.functions:
+        written, inlined = expanded_nodes(proto)
+        if inlined > max(EXPANSION_FLOOR, EXPANSION_FACTOR * written):
+            return (
+                f"its function calls, inlined, make {inlined:,} nodes of its {written:,}, more "
+                f"than max({EXPANSION_FLOOR:,}, {EXPANSION_FACTOR} x its nodes) "
+                "(no node of the model was changed, checked or held)"
+            )
     for node in all_proto_nodes(proto):
         count = max(len(node.input), len(node.output))
         if count > max_split:
@@ -192,6 +210,7 @@ def load(
         _ir_external_paths(source, name)
         with no_cycle_collection():
             proto = ir.serde.serialize_model(source)
+        check_structure(proto, name)
         given = source
     elif isinstance(source, onnx.ModelProto):
         name = name or "model"
@@ -329,9 +348,41 @@ def optimize_loaded(
 
     A result with more sequence ops than the input (lists held as one tensor that every
     reader still needs as a sequence, written back once per reader) is made again, on a
-    fresh copy, with those lists left as sequences; if that has more too, it is a fault."""
+    fresh copy, with those lists left as sequences; if that has more too, it is a fault.
+    A fault on an input that is not valid (onnx's full check rejects it, and ONNX Runtime
+    cannot load it either: a type error the plain checker does not see, say) is the input's:
+    :class:`BadInputError`, one line."""
     report = report if report is not None else Report()
     report.warnings.extend(loaded.warnings)
+    try:
+        return _optimize_again_if_bigger(loaded, options, report, self_check_result)
+    except (BadInputError, MemoryError):
+        raise
+    except Exception:
+        why = _invalid(loaded)
+        if why:
+            raise BadInputError(f"{loaded.name}: {why}; refused") from None
+        raise
+
+
+def _invalid(loaded: Loaded) -> str:
+    """Why the input is not a model anyone runs ('' when onnx's full check takes it or ONNX
+    Runtime loads it)."""
+    said = passes_checker(loaded.skeleton().proto)
+    if not said:
+        return ""
+    refusal = runtime_says(loaded.file if loaded.file is not None else loaded.proto)
+    if not refusal:
+        return ""
+    return (
+        f"the model fails onnx's full check ({said}) and ONNX Runtime cannot load it "
+        f"either ({refusal})"
+    )
+
+
+def _optimize_again_if_bigger(
+    loaded: Loaded, options: Options, report: Report, self_check_result: bool
+) -> Result:
     try:
         return _optimize_loaded(loaded, options, report, self_check_result)
     except SelfCheckError as error:
@@ -438,11 +489,13 @@ def _optimize_loaded(
 
 RUNTIME_CHECK_NODES = 1000
 """Up to this many nodes (subgraphs and functions included) the self-check also loads the
-result in ONNX Runtime (graph optimizations off: milliseconds); above it, only where the
-input was taken because ONNX Runtime loads it (it failed onnx's checker). A result that passes
-onnx's full check, as every result of a valid input does, is one ONNX Runtime's own inference
-(onnx's) accepts; the load, 20 to 100 µs per node (a second on a graph of 20,000), is kept
-for where it can tell more."""
+result in ONNX Runtime (graph optimizations off, one thread: milliseconds); above it, only
+where the input was taken because ONNX Runtime loads it (it failed onnx's checker). A result
+that passes onnx's full check is one ONNX Runtime's inference nearly always accepts, but not
+always: a ``ConcatFromSequence`` of ``new_axis=-2`` that ONNX Runtime loads while its input's
+elements are unknown is refused once they are known. The load, 20 to 100 µs per node (a
+second on a graph of 20,000; more for function calls, which it inlines), is kept for where
+it is cheap or can tell more."""
 
 
 def _runtime_refuses(loaded: Loaded, result: Skeleton, notes: list[str], nodes: int) -> str:

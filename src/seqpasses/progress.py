@@ -13,6 +13,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from seqpasses.terminal import clean
+
 __all__ = ["shown", "stage"]
 
 _state = {"on": False, "start": 0.0}
@@ -36,5 +38,5 @@ def stage(text: str) -> None:
     if not _state["on"]:
         return
     seconds = time.perf_counter() - float(_state["start"])
-    sys.stderr.write(f"\r\x1b[Kseqpasses: {text} ({seconds:.0f} s)")
+    sys.stderr.write(f"\r\x1b[Kseqpasses: {clean(text)} ({seconds:.0f} s)")
     sys.stderr.flush()

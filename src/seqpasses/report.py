@@ -93,6 +93,10 @@ class Report:
 
     def table(self) -> str:
         """A short before/after table of op counts, changed rows first."""
+        return "\n".join(self.table_lines())
+
+    def table_lines(self) -> list[str]:
+        """:meth:`table`, a line each (a model's op type may hold a newline)."""
         ops = sorted(
             set(self.ops_before) | set(self.ops_after),
             key=lambda op: (self.ops_before[op] == self.ops_after[op], op),
@@ -103,19 +107,23 @@ class Report:
             before, after = self.ops_before[op], self.ops_after[op]
             mark = "" if before == after else f"  {after - before:+d}"
             lines.append(f"{op:<{width}}  {before:>6}  {after:>6}{mark}")
-        lines.append(self.summary())
-        return "\n".join(lines)
+        lines.extend(self.summary_lines())
+        return lines
 
     def summary(self) -> str:
         """The one-line verdict ``optimize`` and ``inspect`` both print (and a second for
         optional ops when the model has any)."""
-        line = (
+        return "\n".join(self.summary_lines())
+
+    def summary_lines(self) -> list[str]:
+        """:meth:`summary`, a line each."""
+        lines = [
             f"sequence ops: {self.sequence_ops_before} -> {self.sequence_ops_after}, "
             f"{len(self.rewrites)} rewrites, {len(self.left)} left"
-        )
+        ]
         if self.optional_ops_before or self.optional_ops_after:
-            line += f"\noptional ops: {self.optional_ops_before} -> {self.optional_ops_after}"
-        return line
+            lines.append(f"optional ops: {self.optional_ops_before} -> {self.optional_ops_after}")
+        return lines
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -94,7 +94,7 @@ def runtime_says(model: onnx.ModelProto | Path) -> str:
     from seqpasses.verification.engines import ort_session
 
     try:
-        ort_session(model)
+        ort_session(model, load_only=True)
     except Exception as error:
         return first_line(error)
     return ""

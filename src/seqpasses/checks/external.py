@@ -24,6 +24,11 @@ from seqpasses.errors import BadInputError
 __all__ = ["check_external_data", "external_tensors"]
 
 
+_NAME_MAX = 255
+_PATH_MAX = 4096
+"""The longest file name and path most file systems take (bytes)."""
+
+
 def external_tensors(proto: onnx.ModelProto) -> list[tuple[Site, onnx.TensorProto]]:
     """Every tensor of ``proto`` whose data lives in another file, with where it sits."""
     return [
@@ -91,7 +96,19 @@ def check_external_data(proto: onnx.ModelProto, folder: Path | None, name: str) 
             or location.startswith("\\")
         ):
             _refuse(name, where, tensor, location, "an absolute path (it must be relative)")
-        target = (base / location).resolve()
+        if "\0" in location:
+            _refuse(name, where, tensor, location, "it holds a NUL byte")
+        if len(location.encode("utf-8")) > _PATH_MAX or any(
+            len(part.encode("utf-8")) > _NAME_MAX for part in PurePosixPath(location).parts
+        ):
+            _refuse(name, where, tensor, location, "the name is too long for a file")
+        try:
+            target = (base / location).resolve()
+            exists = target.is_relative_to(base) and target.is_file()
+        except (OSError, RuntimeError, ValueError) as error:  # (a symlink loop, say)
+            why = error.strerror if isinstance(error, OSError) and error.strerror else error
+            _refuse(name, where, tensor, location, f"it cannot be resolved ({why})")
+            return
         if not target.is_relative_to(base):
             _refuse(
                 name,
@@ -100,7 +117,7 @@ def check_external_data(proto: onnx.ModelProto, folder: Path | None, name: str) 
                 location,
                 f"it resolves to {os.fspath(target)!r}, outside the model's folder",
             )
-        if not target.is_file():
+        if not exists:
             _refuse(name, where, tensor, location, "no such file in the model's folder")
         size = target.stat().st_size
         offset = _number(entries.get("offset", "0"))

@@ -4,7 +4,7 @@ Exit codes: 0 done; 1 ``--check`` found a difference (no output written), or a m
 folder failed; 2 bad input or usage (nothing written); 3 a fault of seqpasses itself (nothing
 written); 4 ``--check`` could compare nothing (the output is written; the line says why);
 130 interrupted (the line says what was written: whole files only, see
-:mod:`seqpasses.interrupts`).
+:mod:`seqpasses.interrupts`); 143 or 129 stopped by SIGTERM or SIGHUP, as an interrupt.
 
 Only the standard library and seqpasses' light modules are imported here: ``--help``,
 ``--version`` and usage errors answer before onnx is loaded; each command imports what it
@@ -21,28 +21,31 @@ from collections.abc import Sequence
 from seqpasses.cli.commands import EXIT_NOT_VERIFIED, options_of, run_command
 from seqpasses.cli.parser import DEFAULT_TIMEOUT_S, build_parser
 from seqpasses.errors import BadInputError, SelfCheckError
-from seqpasses.interrupts import came_from_interrupt, interrupted
+from seqpasses.interrupts import came_from_interrupt, exit_code, interrupted
 from seqpasses.program import run
+from seqpasses.terminal import quiet_libraries, reconfigure, say
 
 __all__ = ["DEFAULT_TIMEOUT_S", "EXIT_NOT_VERIFIED", "main", "options_of"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    reconfigure()  # (printing never fails: what an encoding cannot hold is escaped)
+    quiet_libraries()
     args = build_parser().parse_args(argv)
     try:
         return run_command(args)
     except BadInputError as error:
-        print(f"seqpasses: error: {error}", file=sys.stderr)
+        say(f"seqpasses: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as interrupt:  # (every write is renames at the end, or none)
-        print(f"seqpasses: {interrupted(interrupt)}", file=sys.stderr)
-        return 130
+        say(f"seqpasses: {interrupted(interrupt)}", file=sys.stderr)
+        return exit_code(interrupt)
     except BrokenPipeError:  # the reader went away (| head): nothing more to say
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (stays open until the interpreter exits)
         return 0
     except SelfCheckError as error:
         where = getattr(args, "input", None)
-        print(
+        say(
             f"seqpasses: self-check failed{f' on {where}' if where else ''}, nothing written: "
             f"{error} (a bug in seqpasses: please report it)",
             file=sys.stderr,
@@ -50,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 3
     except MemoryError:
         where = getattr(args, "input", None)
-        print(
+        say(
             f"seqpasses: error: out of memory{f' on {where}' if where else ''}; nothing written "
             "(lower --node-budget or --max-unroll)",
             file=sys.stderr,
@@ -58,12 +61,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 3
     except Exception as error:  # a fault of seqpasses itself, not of the input
         if came_from_interrupt(error):  # (numpy, say, turns Ctrl-C in its import into this)
-            print(f"seqpasses: {interrupted(KeyboardInterrupt())}", file=sys.stderr)
+            say(f"seqpasses: {interrupted(KeyboardInterrupt())}", file=sys.stderr)
             return 130
         if os.environ.get("SEQPASSES_TRACEBACK"):
             raise
         where = getattr(args, "input", None)
-        print(
+        say(
             f"seqpasses: internal error{f' on {where}' if where else ''}: "
             f"{type(error).__name__}: {error} (a bug in seqpasses: please report it; "
             "SEQPASSES_TRACEBACK=1 shows the traceback)",

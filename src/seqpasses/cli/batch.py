@@ -2,10 +2,14 @@
 
 Each model is one :class:`~seqpasses.cli.job.Job`, written at the same relative path under
 OUTDIR (its external data beside it), in a worker process of its own; ``--jobs N`` runs N at
-a time. One bad model never stops the others: a model that fails, runs past ``--timeout``
+a time. Every path the run writes is planned and checked before it starts
+(:func:`~seqpasses.cli.plan.plan_batch`); each worker stages its model's files, and when all
+are done they are put in place together with the report (one
+:class:`~seqpasses.transaction.Transaction`): a run that is interrupted or stopped writes
+nothing. One bad model never stops the others: a model that fails, runs past ``--timeout``
 or whose worker dies (killed for memory, say) is one line in the log and the summary, and the
-exit code is 1 when any model failed. The input and output trees must not overlap. Progress
-is a bar on a terminal and one plain line per model otherwise.
+exit code is 1 when any model failed. Workers die with the run (Linux: even when it is
+killed). Progress is a bar on a terminal and one plain line per model otherwise.
 """
 
 from __future__ import annotations
@@ -23,9 +27,12 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, TextIO
 
-from seqpasses.cli.job import Job, check_report_path, run_job, write_report
+from seqpasses.cli.job import Job, run_job, stage_report
+from seqpasses.cli.plan import plan_batch
 from seqpasses.errors import BadInputError
-from seqpasses.interrupts import Interrupted, ignored
+from seqpasses.interrupts import Interrupted, ignored, signal_of
+from seqpasses.terminal import clean, say
+from seqpasses.transaction import Destination, Move, Transaction, destination, resolved
 
 __all__ = ["ModelResult", "run_batch"]
 
@@ -48,16 +55,22 @@ class ModelResult:
     report: dict[str, Any] | None = None
     changed: bool = False  # written and changed (else written as it was, or failed)
     note: str = ""  # why it was written unchanged, or the input's warnings
+    moves: list[Move] = dataclasses.field(default_factory=list)  # its files, staged
+    removals: list[Path] = dataclasses.field(default_factory=list)  # files its commit removes
+
+    def as_dict(self) -> dict[str, Any]:
+        """The result as the report's JSON has it (what was staged left out)."""
+        data = asdict(self)
+        del data["moves"], data["removals"]
+        return data
 
 
 def _run_one(job: Job, relative: str) -> ModelResult:
     start = time.perf_counter()
+    transaction = Transaction(root=job.staging)
     try:
-        try:
-            job.output.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise BadInputError(f"{job.output.parent}: cannot make it ({error.strerror})") from None
-        outcome = run_job(job)
+        outcome = run_job(job, transaction)
+        moves, removals = transaction.handover()
     except BadInputError as error:
         return ModelResult(relative, False, str(error), seconds=time.perf_counter() - start)
     except MemoryError:
@@ -65,6 +78,8 @@ def _run_one(job: Job, relative: str) -> ModelResult:
     except Exception as error:  # one broken model must not stop the batch
         message = f"internal error: {type(error).__name__}: {error}".splitlines()[0]
         return ModelResult(relative, False, message, seconds=time.perf_counter() - start)
+    finally:
+        transaction.close()
     report = outcome.report
     verdict = outcome.verdict
     data = outcome.as_dict()
@@ -93,6 +108,8 @@ def _run_one(job: Job, relative: str) -> ModelResult:
             ([f"written unchanged: {report.unchanged}"] if report.unchanged else [])
             + [f"warning: {w}" for w in report.warnings]
         ),
+        moves,
+        removals,
     )
 
 
@@ -113,18 +130,19 @@ class _Progress:
         if self.bar:
             width = 30
             filled = width * self.done // self.total
-            name = result.path if len(result.path) <= 40 else "..." + result.path[-37:]
+            path = clean(result.path)
+            name = path if len(path) <= 40 else "..." + path[-37:]
             self.stream.write(
                 f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {name:<40}"
             )
             self.stream.flush()
             if not result.ok:
-                self.stream.write(f"\r\x1b[K  FAIL {result.path}: {result.error}\n")
+                self.stream.write(f"\r\x1b[K  FAIL {clean(f'{result.path}: {result.error}')}\n")
         elif not self.quiet or not result.ok:
-            print(_line(result, self.done, self.total), file=self.log if result.ok else self.stream)
+            say(_line(result, self.done, self.total), file=self.log if result.ok else self.stream)
         if self.verbose and not self.bar:
             for rewrite in result.rewrites:
-                print(f"    rewrite {rewrite}", file=self.log)
+                say(f"    rewrite {rewrite}", file=self.log)
 
     def close(self) -> None:
         if self.bar:
@@ -144,10 +162,25 @@ def _line(result: ModelResult, done: int, total: int) -> str:
     )
 
 
+def _die_with_parent() -> None:
+    """Have the kernel kill this process when its parent dies, however it dies (Linux's
+    ``PR_SET_PDEATHSIG``; elsewhere the parent stops its workers as it ends)."""
+    if not sys.platform.startswith("linux"):
+        return
+    parent = os.getppid()
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # (it died before the request was made)
+        os._exit(1)
+
+
 def _worker(job: Job, relative: str, pipe: Connection) -> None:
     """A worker process: one model, its result sent back. Ctrl-C (which a terminal sends to
-    every worker too) ends it quietly: its output is written whole or not at all, and the
-    parent says what happened."""
+    every worker too) ends it quietly: it has only staged its files, which the parent
+    removes, and the parent says what happened."""
+    _die_with_parent()
     try:
         pipe.send(_run_one(job, relative))
         pipe.close()
@@ -196,37 +229,27 @@ def _run_all(
 
     try:
         _run_waves(context, pending, running, jobs, timeout, finish)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:
         with ignored():  # (more presses of Ctrl-C must not cut the stopping short)
-            late = _stop(running)
-        ok = sum(result.ok for result in results + late)
+            _stop(running)
+        done = sum(result.ok for result in results)
         raise Interrupted(
-            f"{ok} of {len(work)} model(s) written (whole), {len(running) - len(late)} stopped "
-            f"before writing, {len(pending)} not started"
+            f"nothing written ({done} of {len(work)} model(s) were done, {len(running)} "
+            f"stopped, {len(pending)} not started: a folder run puts its models in place "
+            "together, at its end)",
+            signal_of(interrupt),
         ) from None
     return results
 
 
-def _stop(running: list[_Running]) -> list[ModelResult]:
-    """Interrupt the workers still running (each ends its write whole, or writes nothing)
-    and kill one that does not end within 10 s; returns what those that had finished said.
-    A terminal's Ctrl-C has reached them already: they are given a moment to end before
-    they are sent one (``kill -INT`` reaches the parent alone)."""
+def _stop(running: list[_Running]) -> None:
+    """Stop the workers still running: what they staged is thrown away."""
     for task in running:
-        task.process.join(0.5)
-    for task in running:
-        if task.process.pid is not None and task.process.is_alive():
-            os.kill(task.process.pid, signal.SIGINT)
-    late: list[ModelResult] = []
-    for task in running:
-        task.process.join(10.0)
         if task.process.is_alive():
             task.process.kill()
-            task.process.join()
-        with contextlib.suppress(OSError, EOFError):
-            if task.pipe.poll():  # it had written its model and said so before it stopped
-                late.append(task.pipe.recv())
-    return late
+    for task in running:
+        task.process.join()
+        task.pipe.close()
 
 
 def _run_waves(
@@ -247,7 +270,8 @@ def _run_waves(
             running.append(_Running(process, reader, relative, time.perf_counter()))
         now = time.perf_counter()
         soonest = min(task.start + timeout for task in running) - now
-        wait([task.pipe for task in running], timeout=max(soonest, 0.0) + 0.01)
+        # (a wait of more than an hour is cut short: a long --timeout cannot overflow it)
+        wait([task.pipe for task in running], timeout=min(max(soonest, 0.0), 3600.0) + 0.01)
         now = time.perf_counter()
         for task in list(running):
             seconds = now - task.start
@@ -273,18 +297,6 @@ def _run_waves(
                 finish(task, ModelResult(task.relative, False, message, seconds=seconds))
 
 
-def _overlap(source: Path, target: Path) -> str:
-    """Why the input and output trees overlap ('' when they do not)."""
-    inside, outside = source.resolve(), target.resolve()
-    if inside == outside:
-        return "the output folder is the input folder"
-    if outside.is_relative_to(inside):
-        return "the output folder must not be inside the input folder"
-    if inside.is_relative_to(outside):
-        return "the output folder must not hold the input folder (outputs would overwrite inputs)"
-    return ""
-
-
 def run_batch(
     template: Job,
     source: Path,
@@ -299,31 +311,51 @@ def run_batch(
     """Optimize every ``.onnx`` under ``source`` into ``target`` with ``template``'s settings."""
     if target.exists() and not target.is_dir():
         raise BadInputError(f"{target}: the input is a folder, so the output must be one too")
-    overlap = _overlap(source, target)
-    if overlap:
-        raise BadInputError(f"{target}: {overlap}")
-    if report is not None:
-        check_report_path(report)
     models = sorted(p for p in source.rglob("*.onnx") if p.is_file())
     if not models:
         raise BadInputError(f"{source}: no .onnx files under this folder")
-    try:
-        target.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise BadInputError(f"{target}: cannot make the output folder ({error.strerror})") from None
-    work = [
-        (
-            dataclasses.replace(template, input=p, output=target / p.relative_to(source)),
-            p.relative_to(source).as_posix(),
-        )
-        for p in models
-    ]
-    progress = _Progress(len(work), quiet, verbose, sys.stderr, sys.stdout)
-    start = time.perf_counter()
-    try:
-        results = _run_all(work, min(jobs, len(work)), timeout, progress.update)
-    finally:  # (the bar cleared before the summary, or before the line an interrupt gets)
-        progress.close()
+    plan = plan_batch(source, target, models, template.external_data, report)
+    with Transaction() as transaction:
+        for folder in plan.folders:
+            transaction.make_folders(folder)
+        roots: dict[Path, Path] = {}
+        work = []
+        for model, output in plan.outputs:
+            where = destination(output)
+            if where.folder not in roots:
+                roots[where.folder] = transaction.folder(where)
+            relative = model.relative_to(source)
+            job = dataclasses.replace(
+                template, input=model, output=output, staging=roots[where.folder]
+            )
+            work.append((job, relative.as_posix()))
+        progress = _Progress(len(work), quiet, verbose, sys.stderr, sys.stdout)
+        start = time.perf_counter()
+        try:
+            results = _run_all(work, min(jobs, len(work)), timeout, progress.update)
+        finally:  # (the bar cleared before the summary, or before the line an interrupt gets)
+            progress.close()
+        for result in results:
+            if result.ok:
+                for move in result.moves:
+                    transaction.add(move.staged, move.target)
+                    if resolved(move.staged.parent.parent) not in roots.values():
+                        transaction.staging.append(move.staged.parent)
+                for path in result.removals:
+                    transaction.remove(path)
+        return _finish(template, results, transaction, plan.report, jobs, quiet, start)
+
+
+def _finish(
+    template: Job,
+    results: list[ModelResult],
+    transaction: Transaction,
+    report: Destination | None,
+    jobs: int,
+    quiet: bool,
+    start: float,
+) -> int:
+    """Put what the models staged in place with the report, then say what was done."""
     elapsed = time.perf_counter() - start
     results.sort(key=lambda r: r.path)
     failed = [r for r in results if not r.ok]
@@ -366,16 +398,17 @@ def run_batch(
             "seconds": elapsed,
             "jobs": jobs,
         }
-        data = {"summary": summary, "totals": totals, "models": [asdict(r) for r in results]}
-        write_report(report, data)
+        data = {"summary": summary, "totals": totals, "models": [r.as_dict() for r in results]}
+        stage_report(transaction, report, data)
+    transaction.commit()
     if not quiet or failed or unverified:
-        print(summary)
+        say(summary)
         for result in failed:
-            print(f"  failed: {result.path}: {result.error}")
+            say(f"  failed: {result.path}: {result.error}")
         for result in unverified:
-            print(f"  not verified: {result.path}: {result.check_why}")
+            say(f"  not verified: {result.path}: {result.check_why}")
         for result in unchecked:
-            print(f"  not checked: {result.path}: {result.check_why}")
+            say(f"  not checked: {result.path}: {result.check_why}")
     if failed:
         return 1
     return 4 if unverified else 0

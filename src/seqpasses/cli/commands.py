@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import math
 import os
 import sys
 from pathlib import Path
@@ -17,11 +18,16 @@ from typing import Any
 from seqpasses.errors import BadInputError
 from seqpasses.interrupts import held_back
 from seqpasses.options import Options
+from seqpasses.terminal import say
 
 __all__ = ["EXIT_NOT_VERIFIED", "options_of", "run_command"]
 
 EXIT_NOT_VERIFIED = 4
 """``--check`` was asked for but no evaluator could compare the two models."""
+
+MAX_CHECK_RUNS = 1000
+"""The most input sets ``--check-runs`` asks for (each evaluator's time budget ends a check
+sooner on a large model; every set is held until both models have run on it)."""
 
 
 def input_shapes(texts: list[str]) -> tuple[tuple[str, tuple[int, ...]], ...]:
@@ -61,8 +67,8 @@ def options_of(args: argparse.Namespace) -> Options:
 
 def _usage(args: argparse.Namespace) -> None:
     """Refuse options that make no sense alone or together (one line, exit 2)."""
-    if args.check_runs is not None and args.check_runs < 1:
-        raise BadInputError("--check-runs must be at least 1")
+    if args.check_runs is not None and not 1 <= args.check_runs <= MAX_CHECK_RUNS:
+        raise BadInputError(f"--check-runs must be from 1 to {MAX_CHECK_RUNS}")
     for given, option in (
         (args.check_runs is not None, "--check-runs"),
         (args.check_inputs is not None, "--check-inputs"),
@@ -74,8 +80,8 @@ def _usage(args: argparse.Namespace) -> None:
         raise BadInputError(f"{args.check_inputs}: no such file (--check-inputs)")
     if args.jobs < 1:
         raise BadInputError("--jobs must be at least 1")
-    if not args.timeout > 0:
-        raise BadInputError("--timeout must be more than 0 seconds")
+    if not 0 < args.timeout < math.inf:
+        raise BadInputError("--timeout must be a number of seconds more than 0 (and finite)")
     if args.quiet and args.verbose:
         raise BadInputError("-q and -v contradict each other")
     if str(args.output) == "-":
@@ -96,7 +102,7 @@ def _is_stdout(path: Path) -> bool:
 def _optimize(args: argparse.Namespace) -> int:
     options = options_of(args)
     _usage(args)
-    from seqpasses.cli.job import Job, run_job, write_report
+    from seqpasses.cli.job import Job, run_job, stage_report
 
     def job(source: Path, target: Path, report: Path | None) -> Job:
         return Job(
@@ -125,43 +131,43 @@ def _optimize(args: argparse.Namespace) -> int:
             timeout=args.timeout,
         )
     from seqpasses import progress
+    from seqpasses.cli.plan import check_report
+    from seqpasses.transaction import Transaction
 
-    with progress.shown(sys.stderr.isatty() and not args.quiet):
-        outcome = run_job(job(args.input, args.output, args.report))
-    report, verdict = outcome.report, outcome.verdict
+    with Transaction() as transaction:
+        with progress.shown(sys.stderr.isatty() and not args.quiet):
+            outcome = run_job(job(args.input, args.output, args.report), transaction)
+        verdict = outcome.verdict
+        if args.report is not None:
+            data: dict[str, Any] = outcome.as_dict()
+            data["input"] = str(args.input)
+            data["output"] = str(args.output) if outcome.written else None
+            stage_report(transaction, check_report(args.report), data)
+        transaction.commit()
+    report = outcome.report
     for warning in report.warnings:
-        print(f"seqpasses: warning: {warning}", file=sys.stderr)
-
-    def write(written: bool) -> None:
-        if args.report is None:
-            return
-        data: dict[str, Any] = outcome.as_dict()
-        data["input"] = str(args.input)
-        data["output"] = str(args.output) if written else None
-        write_report(args.report, data)
-
+        say(f"seqpasses: warning: {warning}", file=sys.stderr)
     if verdict is not None and verdict.status == "mismatch":
-        print(f"seqpasses: check failed, no output written: {verdict.mismatch}", file=sys.stderr)
-        write(False)
+        say(f"seqpasses: check failed, no output written: {verdict.mismatch}", file=sys.stderr)
         return 1
-    write(True)
     shown = sys.stderr if _is_stdout(args.output) else sys.stdout
     if not args.quiet:
-        print(report.table(), file=shown)
+        for line in report.table_lines():
+            say(line, file=shown)
         if args.verbose:
             for rewrite in report.rewrites:
-                print(f"  rewrite {rewrite.rule}: {rewrite.named()} {rewrite.detail}", file=shown)
+                say(f"  rewrite {rewrite.rule}: {rewrite.named()} {rewrite.detail}", file=shown)
         for left in report.left:
-            print(f"  left {left.named()} ({left.graph or 'main'}): {left.detail}", file=shown)
+            say(f"  left {left.named()} ({left.graph or 'main'}): {left.detail}", file=shown)
         for note in outcome.all_notes:
-            print(f"  note: {note}", file=shown)
+            say(f"  note: {note}", file=shown)
         if verdict is not None:
-            print(verdict, file=shown)
+            say(verdict, file=shown)
             for note in [*verdict.notes, *(verdict.details if args.verbose else ())]:
-                print(f"  check: {note}", file=shown)
-        print(f"wrote {args.output}", file=shown)
+                say(f"  check: {note}", file=shown)
+        say(f"wrote {args.output}", file=shown)
     elif verdict is not None and not verdict.verified:
-        print(verdict, file=sys.stderr)
+        say(verdict, file=sys.stderr)
     return EXIT_NOT_VERIFIED if verdict is not None and not verdict.verified else 0
 
 
@@ -176,10 +182,10 @@ def _passes(rules: bool) -> None:
         listed = list(RULES.values())
     width = max(len(name) for name in [*GROUPS, *(f"  {r.id}" for r in listed)])
     for name, text in GROUPS.items():
-        print(f"{name:<{width}}  {text}")
+        say(f"{name:<{width}}  {text}")
         for rule in listed:
             if rule.group == name:
-                print(f"{'  ' + rule.id:<{width}}  {rule.doc}")
+                say(f"{'  ' + rule.id:<{width}}  {rule.doc}")
 
 
 def _load(args: argparse.Namespace) -> None:

@@ -17,6 +17,7 @@ from seqpasses.options import (
     NODE_BUDGET_FACTOR,
     NODE_BUDGET_FLOOR,
 )
+from seqpasses.terminal import clean
 
 __all__ = ["DEFAULT_TIMEOUT_S", "build_parser"]
 
@@ -28,7 +29,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line and where to look, not the whole usage."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, clean(f"{self.prog}: error: {message} (see {self.prog} --help)") + "\n")
 
 
 def _fold_options() -> _Parser:

@@ -18,6 +18,7 @@ from seqpasses.inference import annotate, shape_facts
 from seqpasses.options import Options
 from seqpasses.pipeline import Loaded, load, optimize_loaded
 from seqpasses.report import ORIGIN, Report, Rewrite
+from seqpasses.terminal import say
 
 __all__ = ["inspect_command", "shapes_command"]
 
@@ -35,7 +36,7 @@ def _unheld(loaded: Loaded, what: str) -> int:
     """A model optimize hands back unchanged: what ``inspect`` and ``shapes`` say of it."""
     counts = Counter(node.op_type for node in all_proto_nodes(loaded.proto) if not node.domain)
     ops = sum(n for op, n in counts.items() if op in SEQUENCE_OPS)
-    print(f"{ops} sequence ops: all left ({what}: {loaded.unheld})")
+    say(f"{ops} sequence ops: all left ({what}: {loaded.unheld})")
     return 0
 
 
@@ -55,7 +56,7 @@ def shapes_command(args: argparse.Namespace) -> int:
         annotate(loaded.fresh(), options, disproved=disproved)
         if disproved:
             more = f" (and {len(disproved) - 1} more)" if len(disproved) > 1 else ""
-            print(
+            say(
                 f"seqpasses: {args.input}: a declared shape is disproved (--strict): "
                 f"{disproved[0]}{more}; nothing written",
                 file=sys.stderr,
@@ -64,14 +65,14 @@ def shapes_command(args: argparse.Namespace) -> int:
     if args.output is not None:
         write_shapes(loaded, options, args.input, args.output)
         if not args.quiet:
-            print(f"wrote {args.output}", file=sys.stderr)
+            say(f"wrote {args.output}", file=sys.stderr)
         if args.quiet:
             return 0
     elif options.input_shapes:  # (with -o, annotate said these)
         from seqpasses.passes.input_shapes import fix_input_shapes
 
         for note in fix_input_shapes(loaded.model, options.shapes()):
-            print(f"  note: {note}", file=sys.stderr)
+            say(f"  note: {note}", file=sys.stderr)
     if options.input_shapes and args.output is not None:
         from seqpasses.passes.input_shapes import fix_input_shapes
 
@@ -83,12 +84,9 @@ def shapes_command(args: argparse.Namespace) -> int:
         for f in facts.values
         if args.all or f.kind == "sequence" or (f.graph == "main" and f.name in outputs)
     ]
-    if args.json:
-        print(
-            json.dumps(
-                {"outputs": facts.outputs, "values": [f.as_dict() for f in chosen]}, indent=2
-            )
-        )
+    if args.json:  # (JSON escapes every control character itself)
+        data = {"outputs": facts.outputs, "values": [f.as_dict() for f in chosen]}
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return 0
     rows = [("value", "graph", "kind", "dtype", "shape", "length")]
     for f in chosen:
@@ -98,7 +96,7 @@ def shapes_command(args: argparse.Namespace) -> int:
         rows.append((f.name, f.graph, f.kind, f.dtype or "?", _format_shape(f.shape), length))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+        say("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
     return 0
 
 
@@ -106,17 +104,21 @@ def write_shapes(loaded: Loaded, options: Options, source: Path, output: Path) -
     """Write ``loaded``'s model with every value seqpasses can type declared, nothing else
     changed (:func:`seqpasses.inference.annotate`), as ``optimize`` writes: atomically, its
     weights carried a weight at a time, external data kept external."""
-    from seqpasses.cli.job import plan_writes, save_model
+    from seqpasses.cli.job import stage_model
+    from seqpasses.cli.plan import plan_job
     from seqpasses.io import external_data_files
+    from seqpasses.transaction import Transaction
 
     model = loaded.fresh()  # (the held model stays as loaded, for the table)
     data = external_data_files(loaded.proto, loaded.folder or Path("."), loaded.file)
     external = f"{output.name}.data" if data else None
-    plan_writes(source, output, external, None, data)
+    planned, _ = plan_job(source, output, external, None, data)
     notes = annotate(model, options)
     for note in notes:
-        print(f"  note: {note}", file=sys.stderr)
-    save_model(model, output, external)
+        say(f"  note: {note}", file=sys.stderr)
+    with Transaction() as transaction:
+        stage_model(transaction, model, planned)
+        transaction.commit()
 
 
 def _in_walk_order(
@@ -159,12 +161,13 @@ def inspect_command(path: Path, options: Options) -> int:
     none does; the last line is the one optimize prints."""
     loaded = load(path, options)
     for warning in loaded.warnings:
-        print(f"seqpasses: warning: {warning}", file=sys.stderr)
+        say(f"seqpasses: warning: {warning}", file=sys.stderr)
     if loaded.model is None:
         _unheld(loaded, "optimize writes it unchanged")
         report = Report()
         optimize_loaded(loaded, options, report)
-        print(report.summary())
+        for line in report.summary_lines():
+            say(line)
         return 0
     loaded.warnings = []
     tagged = _tag(loaded)
@@ -189,15 +192,16 @@ def inspect_command(path: Path, options: Options) -> int:
         rows.append((op_type, name or f"#{tag}", where, fate))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for row in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(row[:3], widths, strict=True)) + "  " + row[3])
+        say("  ".join(c.ljust(w) for c, w in zip(row[:3], widths, strict=True)) + "  " + row[3])
     added = sum(len(found) for found in records.values())  # (records of no input node)
     total, kept = counts["sequence"]
-    print(
+    say(
         f"{total} sequence ops: {total - kept} would be removed, {kept} left"
         + (f", {added} canonical SequenceConstruct/SequenceEmpty added" if added else "")
     )
     total, kept = counts["optional"]
     if total:
-        print(f"{total} optional ops: {total - kept} would be removed, {kept} left")
-    print(report.summary())
+        say(f"{total} optional ops: {total - kept} would be removed, {kept} left")
+    for line in report.summary_lines():
+        say(line)
     return 0

@@ -28,6 +28,13 @@ _INT64_MAX = 2**63 - 1
 _MAX_DEPTH = 64
 
 
+def integer_array(value: ir.Value) -> np.ndarray | None:
+    """:func:`constant_array`, when it holds integers (as positions, sizes and axes must: a
+    model may give a float or a complex tensor there, which ONNX Runtime refuses)."""
+    array = constant_array(value)
+    return array if array is not None and array.dtype in (np.int32, np.int64) else None
+
+
 def constant_array(value: ir.Value) -> np.ndarray | None:
     """The array a value holds when it is an initializer or a ``Constant`` node's output.
 

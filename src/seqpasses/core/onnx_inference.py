@@ -30,6 +30,8 @@ from collections.abc import Iterable
 
 import onnx
 
+from seqpasses.core.memory import address_space
+
 __all__ = ["free_names", "infer", "node_reads"]
 
 _GRAPH_KINDS = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
@@ -171,6 +173,25 @@ def _tensor_type(tensor: onnx.TensorProto) -> onnx.TypeProto:
     return type_proto
 
 
+HUGE_DIM = 1 << 24
+"""From this size of a declared dim, onnx's data propagation is not asked for (see
+:data:`DATA_PROP_BYTES`)."""
+
+
+def _huge_dims(model: onnx.ModelProto) -> bool:
+    """Whether the main graph declares a dim of :data:`HUGE_DIM` or more."""
+    graph = model.graph
+    for info in (*graph.input, *graph.output, *graph.value_info):
+        kind = info.type
+        while kind.WhichOneof("value") in ("sequence_type", "optional_type"):
+            kind = getattr(kind, str(kind.WhichOneof("value"))).elem_type
+        if kind.HasField("tensor_type") and any(
+            d.dim_value >= HUGE_DIM for d in kind.tensor_type.shape.dim
+        ):
+            return True
+    return any(d >= HUGE_DIM for tensor in graph.initializer for d in tensor.dims)
+
+
 def _whole_is_cheaper(nodes: int, heavy: int, main: int) -> bool:
     """Whether onnx's own inference of the whole model costs less than the pieces: its
     quadratic part is a copy of the enclosing scope (about ``main`` values) per heavy node,
@@ -267,6 +288,23 @@ def infer(
     into the outputs' types), and whose subgraphs hold what onnx infers inside them. With
     ``strict``, raises what ``onnx.shape_inference.infer_shapes(strict_mode=True,
     check_type=True)`` raises."""
+    if data_prop and not _huge_dims(model):
+        try:
+            with address_space(DATA_PROP_BYTES + 4 * model.ByteSize()):
+                return _infer(model, strict, True)
+        except MemoryError:
+            pass  # (onnx's data propagation of a large tensor: inferred without it)
+    return _infer(model, strict, False)
+
+
+DATA_PROP_BYTES = 512 << 20
+"""What onnx's inference with data propagation may allocate beyond four times the model's
+size: it propagates the values of tensors of any size (a ``Mul`` of a ``[2**31]`` tensor by
+a scalar Constant asks for tens of GB), where it is meant for shapes. Past it, the model is
+inferred without data propagation."""
+
+
+def _infer(model: onnx.ModelProto, strict: bool, data_prop: bool) -> onnx.ModelProto:
     nodes = list(model.graph.node)
     functions = {(f.domain, f.name, f.overload) for f in model.functions}
     reads: list[set[str]] = []

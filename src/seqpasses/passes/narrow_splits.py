@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from seqpasses.core.constants import constant_array
+from seqpasses.core.constants import integer_array
 from seqpasses.core.graph import detach, is_default
 from seqpasses.walk.trial import CreatedNodes
 
@@ -22,7 +22,7 @@ __all__ = ["narrow_splits"]
 
 def _ints(value: ir.Value | None) -> list[int] | None:
     """The int64s a constant input holds (an initializer or a Constant's), flattened."""
-    array = constant_array(value) if value is not None else None
+    array = integer_array(value) if value is not None else None
     return None if array is None else [int(v) for v in array.reshape(-1)]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
+from seqpasses.core.constants import MAX_ELEMENTS
 from seqpasses.core.dims import add_dims
 from seqpasses.core.emit import Emitter
 from seqpasses.core.sequence import (
@@ -61,8 +62,9 @@ def length_of(emit: Emitter, st: StackedSequence) -> ir.Value:
 
 
 def positions(emit: Emitter, st: StackedSequence, extra: int) -> ir.Value:
-    """``[0, 1, ..., n - 1 + extra]``: a constant when ``n`` is known."""
-    if isinstance(st.length, int):
+    """``[0, 1, ..., n - 1 + extra]``: a constant when ``n`` is known (and the constant small:
+    a dim of 2**62 is a length too)."""
+    if isinstance(st.length, int) and st.length + extra <= MAX_ELEMENTS:
         return emit.constant(np.arange(st.length + extra, dtype=np.int64))
     int64 = ir.TensorType(ir.DataType.INT64)
     n = length_of(emit, st)
@@ -120,7 +122,7 @@ def without_row(emit: Emitter, st: StackedSequence, index: ir.Value, known: ir.V
     ``k`` in ``[0, n - 1)``. (Not a Concat of two Slices of run-time bounds, which tract does
     not take.)"""
     int64 = ir.TensorType(ir.DataType.INT64)
-    if isinstance(st.length, int):
+    if isinstance(st.length, int) and st.length <= MAX_ELEMENTS:
         kept = emit.constant(np.arange(max(st.length - 1, 0), dtype=np.int64))
     else:
         bounds = [emit.int64s([0]), emit.int64s([-1]), emit.int64s([0])]

@@ -73,7 +73,7 @@ def error_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
 
 
-def ort_session(model: onnx.ModelProto | Path | Held) -> Any:
+def ort_session(model: onnx.ModelProto | Path | Held, load_only: bool = False) -> Any:
     """An ONNX Runtime session on the CPU with graph optimizations off. A path is loaded as a
     file; a held model from memory, its weights on disk read (mapped) by ONNX Runtime from
     the model's folder, never copied by seqpasses. Raises what ONNX Runtime raises, and
@@ -83,6 +83,9 @@ def ort_session(model: onnx.ModelProto | Path | Held) -> Any:
     options = ort.SessionOptions()
     options.log_severity_level = 4
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    if load_only:  # (a session only loaded runs nothing: no thread pool to start)
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
     if isinstance(model, Path):
         return ort.InferenceSession(os.fspath(model), options, providers=["CPUExecutionProvider"])
     held = model if isinstance(model, Held) else Held(model)
@@ -115,8 +118,6 @@ def runtime(model: Held) -> Runner | str:
 def reference(model: Held, strict_spec: bool) -> Runner | str:
     """A runner on ``onnx.reference`` with seqpasses' kernel overrides, or why there is none
     (its weights read into memory: at most :data:`REFERENCE_MAX_BYTES` of them)."""
-    from onnx.reference import ReferenceEvaluator
-
     from seqpasses.verification.kernels import overrides
 
     size = model.weight_bytes
@@ -126,10 +127,35 @@ def reference(model: Held, strict_spec: bool) -> Runner | str:
             f"given whole ({REFERENCE_MAX_BYTES >> 20} MiB)"
         )
     try:
-        evaluator = ReferenceEvaluator(model.whole(), new_ops=overrides(strict_spec))
+        evaluator = _evaluator(model.whole(), overrides(strict_spec))
     except Exception as error:
         return error_line(error)
     return lambda feeds: list(evaluator.run(None, feeds))
+
+
+def _evaluator(proto: onnx.ModelProto, new_ops: list[type[Any]]) -> Any:
+    """``onnx.reference`` on ``proto``, each model-local function given only the functions it
+    calls (onnx's own constructor gives each every function before it: memory that grows with
+    the square of their count, a GB for 2,000 small ones), and those the graph never calls
+    left out."""
+    from onnx.reference import ReferenceEvaluator
+
+    if not proto.functions:
+        return ReferenceEvaluator(proto, new_ops=new_ops)
+    from seqpasses.checks.wellformed import calls
+
+    functions = {(f.domain, f.name): f for f in proto.functions}
+    built: dict[tuple[str, str], Any] = {}
+
+    def build(key: tuple[str, str]) -> Any:
+        if key not in built:
+            callees = [build(c) for c in sorted(set(calls(functions[key]))) if c in functions]
+            built[key] = ReferenceEvaluator(functions[key], functions=callees)
+        return built[key]
+
+    used = [build(c) for c in sorted(set(calls(proto.graph))) if c in functions]
+    opsets = {op.domain: op.version for op in proto.opset_import}
+    return ReferenceEvaluator(proto.graph, opsets=opsets, functions=used, new_ops=new_ops)
 
 
 def ort_missing() -> str:

@@ -52,7 +52,13 @@ def _random_tensor(
                 if name not in sizes:
                     sizes[name] = int(rng.integers(2, 4)) * scale
                 shape.append(sizes[name])
-    dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor_type.elem_type)
+    try:
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor_type.elem_type)
+    except (KeyError, ValueError):
+        raise DrawError(
+            f"an input's element type ({tensor_type.elem_type}) is not one a value can be "
+            "drawn of; give inputs: --check-inputs FILE.npz"
+        ) from None
     size = math.prod(shape) * max(np.dtype(dtype).itemsize, 8 if dtype == np.object_ else 1)
     budget[0] -= size
     if budget[0] < 0:
@@ -113,9 +119,32 @@ def random_inputs(
     }
 
 
+def _arrays_hold_their_bytes(path: str | os.PathLike[str]) -> None:
+    """Each array of an ``.npz`` holds the bytes its header claims (read before any array:
+    a header may claim 10^12 elements in a file of a few hundred bytes). ValueError if not."""
+    with zipfile.ZipFile(os.fspath(path)) as archive:
+        for info in archive.infolist():
+            if not info.filename.endswith(".npy"):
+                continue
+            with archive.open(info) as member:
+                version = np.lib.format.read_magic(member)
+                if version == (1, 0):
+                    shape, _, dtype = np.lib.format.read_array_header_1_0(member)
+                else:
+                    shape, _, dtype = np.lib.format.read_array_header_2_0(member)
+                header = member.tell()
+            claimed = math.prod(shape) * dtype.itemsize
+            if dtype.hasobject or claimed > info.file_size - header:
+                raise ValueError(
+                    f"array {info.filename[:-4]!r} claims {shape} of {dtype} "
+                    f"({claimed:,} bytes) but holds {info.file_size - header:,}"
+                )
+
+
 def load_inputs(path: str | os.PathLike[str]) -> list[dict[str, np.ndarray]]:
     """Input sets from an ``.npz``: arrays named after graph inputs (one set), or
     ``run<k>.input:<name>`` (one set per ``k``, as the committed PyTorch exports hold)."""
+    _arrays_hold_their_bytes(path)
     with np.load(os.fspath(path), allow_pickle=False) as data:
         keyed: dict[str, dict[str, np.ndarray]] = {}
         for key in data.files:
@@ -133,7 +162,7 @@ def check_inputs(path: Path, model: onnx.ModelProto) -> list[dict[str, np.ndarra
     (inputs a set leaves out are drawn at random)."""
     try:
         sets = load_inputs(path)
-    except (OSError, ValueError, zipfile.BadZipFile) as error:
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as error:
         text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise BadInputError(
             f"{path}: not an .npz of input arrays ({text}) (--check-inputs)"

@@ -203,36 +203,46 @@ class Edits(KeepMixin, MaterializeMixin, OutcomesMixin):
             return
         # (a function's values belong to the graph it wraps)
         home = scope.graph.graph if isinstance(scope.graph, ir.Function) else scope.graph
-        for index in list(scope.output_slots.get(old, ())) if old.is_graph_output() else ():
-            fresh = (
-                new.producer() in self.created
-                and new.graph is home
-                and not new.is_graph_output()
-                and not new.is_graph_input()
-            )
-            seq = self.facts.static(new)
-            # a canonical sequence of this graph can take the output over, even one the
-            # model had: a second SequenceConstruct/SequenceEmpty would only duplicate it
-            movable = new.graph is home and not new.is_graph_output() and not new.is_graph_input()
-            held = self.facts.stacked(new)
-            if seq is not None and new.is_graph_output() and scope.opset >= 14:
-                # another graph output already: an Identity of it, not a second list
-                target = self.emitter(scope, None).identity(new)
-            elif seq is not None:
-                canonical = movable and self.is_canonical(new, seq)
-                target = new if canonical else self.materialize(seq, scope, None, old)
-            elif held is not None and not (movable and self.is_canonical(new, held)):
-                # a list held as one tensor (a rebuilt Loop's): written back, or the value
-                # would keep what was rebuilt alive
-                written = self.write_back(new, held, scope, None, old, output=True)
-                target = written or (new if fresh else self.emitter(scope, None).identity(new))
-            else:
-                target = new if fresh else self.emitter(scope, None).identity(new)
-            self.take_output_slot(scope, index, old, target)
+        slots = list(scope.output_slots.get(old, ())) if old.is_graph_output() else []
+        if slots:  # (one value for every slot: a graph may list one output twice)
+            target = self._output_target(old, new, scope, home)
+            name = old.name
+            for index in slots:
+                self.take_output_slot(scope, index, old, target, name)
         if contradicts(old.shape, new.shape):  # what reads it was declared for the old shape
             self.diverged.append(new)
         old.replace_all_uses_with(new)
         self.forwarded[old] = new
+
+    def _output_target(
+        self, old: ir.Value, new: ir.Value, scope: Scope, home: ir.Graph
+    ) -> ir.Value:
+        """The value that takes ``old``'s graph output slots when ``new`` replaces it."""
+        fresh = (
+            new.producer() in self.created
+            and new.graph is home
+            and not new.is_graph_output()
+            and not new.is_graph_input()
+        )
+        seq = self.facts.static(new)
+        # a canonical sequence of this graph can take the output over, even one the
+        # model had: a second SequenceConstruct/SequenceEmpty would only duplicate it
+        movable = new.graph is home and not new.is_graph_output() and not new.is_graph_input()
+        held = self.facts.stacked(new)
+        if seq is not None and new.is_graph_output() and scope.opset >= 14:
+            # another graph output already: an Identity of it, not a second list
+            target = self.emitter(scope, None).identity(new)
+        elif seq is not None:
+            canonical = movable and self.is_canonical(new, seq)
+            target = new if canonical else self.materialize(seq, scope, None, old)
+        elif held is not None and not (movable and self.is_canonical(new, held)):
+            # a list held as one tensor (a rebuilt Loop's): written back, or the value
+            # would keep what was rebuilt alive
+            written = self.write_back(new, held, scope, None, old, output=True)
+            target = written or (new if fresh else self.emitter(scope, None).identity(new))
+        else:
+            target = new if fresh else self.emitter(scope, None).identity(new)
+        return target
 
     def current(self, value: ir.Value) -> ir.Value:
         """What ``value`` stands for now: its replacement, if a rewrite replaced it (a list of
@@ -241,12 +251,16 @@ class Edits(KeepMixin, MaterializeMixin, OutcomesMixin):
             value = self.forwarded[value]
         return value
 
-    def take_output_slot(self, scope: Scope, index: int, old: ir.Value, new: ir.Value) -> None:
-        """``new`` takes graph output ``index`` of ``scope``'s graph from ``old``: its name,
-        its declared type, and its declared shape where that holds (a contradicted one is
-        replaced, with a note)."""
-        name = old.name
-        old.name = f"{name}__seqpasses_replaced" if name else None
+    def take_output_slot(
+        self, scope: Scope, index: int, old: ir.Value, new: ir.Value, name: str | None = None
+    ) -> None:
+        """``new`` takes graph output ``index`` of ``scope``'s graph from ``old``: its name
+        (``name``, when ``old`` gave it up for an earlier slot already), its declared type,
+        and its declared shape where that holds (a contradicted one is replaced, with a
+        note)."""
+        name = old.name if name is None else name
+        if old.name == name:
+            old.name = f"{name}__seqpasses_replaced" if name else None
         new.name = name
         if old.type is not None:
             new.type = old.type

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import onnx_ir as ir
 
-from seqpasses.core.constants import constant_array
+from seqpasses.core.constants import integer_array
 from seqpasses.core.graph import GRAPH_HOLDERS, functions_holding, graphs, is_default, subgraphs
 from seqpasses.core.ops import SEQUENCE_OPS
 from seqpasses.core.sequence import FAILING_KINDS
@@ -192,5 +192,5 @@ def _unit_split(node: ir.Node) -> bool:
     split = node.inputs[1] if len(node.inputs) > 1 else None
     if split is None:
         return True
-    array = constant_array(split)
+    array = integer_array(split)
     return array is not None and array.ndim == 0 and int(array) == 1

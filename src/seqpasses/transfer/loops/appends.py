@@ -56,6 +56,7 @@ def append_pattern(
         return None
     if (
         len([u for u in carried_in.uses() if u.node not in ignore]) != 1
+        or carried_in.is_graph_output()  # (the body hands the list on: a read, not a use)
         or carried_out.uses()
         or sum(o is carried_out for o in body.outputs) != 1
     ):
@@ -88,6 +89,8 @@ def why_not_append(body: ir.Graph, j: int) -> str:
     insert = carried_out.producer()
     if carried_out is carried_in:
         return "the body passes the list through unchanged"
+    if carried_in.is_graph_output():
+        return "the body hands the list on as another of its outputs"
     if insert is not None and insert.op_type == "SequenceInsert":
         if len(insert.inputs) > 2 and insert.inputs[2] is not None:
             return "the body inserts at a position other than the back or a constant 0"
