@@ -18,6 +18,8 @@ import onnx
 import onnx_ir as ir
 
 import seqpasses
+from seqpasses.core.graph import all_nodes
+from seqpasses.core.ops import SEQUENCE_OPS
 
 TORCH = Path(__file__).resolve().parent.parent / "sample_models" / "torch"
 
@@ -26,8 +28,8 @@ _MINOR = {"canonical-sequence-input", "canonical-sequence-output"}
 
 
 def _nodes(model: onnx.ModelProto) -> str:
-    nodes = list(seqpasses.report.all_nodes(ir.from_proto(model)))
-    sequence = sum(n.op_type in seqpasses.report.SEQUENCE_OPS for n in nodes)
+    nodes = list(all_nodes(ir.from_proto(model)))
+    sequence = sum(n.op_type in SEQUENCE_OPS for n in nodes)
     return f"{len(nodes)} / {sequence}"
 
 

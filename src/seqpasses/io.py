@@ -16,7 +16,7 @@ import onnx
 import onnx_ir as ir
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
-from seqpasses.checks.external import check_external_data, external_tensors
+from seqpasses.checks.external import check_external_data, external_tensors, with_external_data
 from seqpasses.checks.wellformed import check_wellformed
 from seqpasses.core.graph import DEFAULT_DOMAINS
 from seqpasses.core.skeleton import LIGHT_BYTES, Skeleton
@@ -103,18 +103,6 @@ def read_model(
     folder = None if stream else file.parent
     check_external_data(proto, folder, name or str(file))
     return proto, folder
-
-
-def with_external_data(proto: onnx.ModelProto, folder: Path | None) -> onnx.ModelProto:
-    """A copy of ``proto`` with its external data read from ``folder`` (through the data gate
-    already), or ``proto`` itself when it has none."""
-    if not external_tensors(proto):
-        return proto
-    copy = onnx.ModelProto()
-    copy.CopyFrom(proto)
-    assert folder is not None  # (the gate refuses external data without a folder)
-    onnx.external_data_helper.load_external_data_for_model(copy, os.fspath(folder.resolve()))
-    return copy
 
 
 def check_structure(proto: onnx.ModelProto, name: str) -> None:

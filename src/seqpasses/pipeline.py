@@ -37,6 +37,7 @@ from seqpasses.errors import BadInputError, SelfCheckError
 from seqpasses.io import check_structure, read_model
 from seqpasses.options import Group, Options
 from seqpasses.passes import FoldSequencesPass
+from seqpasses.passes.fill_shapes import fill_shapes_in_place
 from seqpasses.passes.input_shapes import fix_input_shapes
 from seqpasses.passes.repair_shapes import repair_declarations
 from seqpasses.progress import stage
@@ -430,8 +431,6 @@ def _optimize_loaded(
             left = report.sequence_ops_after
             return _as_given(loaded, report, f"no rewrite applies ({left} sequence op(s) left)")
         if options.infer_shapes:
-            from seqpasses.inference import fill_shapes_in_place
-
             start = time.perf_counter()
             stage("inferring shapes")
             fill_shapes_in_place(model)

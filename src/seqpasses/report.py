@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import onnx
 import onnx_ir as ir
 
-from seqpasses.core.graph import DEFAULT_DOMAINS, all_nodes
-from seqpasses.core.ops import OPTIONAL_OPS, SEQUENCE_OPS
-from seqpasses.core.proto import all_proto_nodes
+from seqpasses.core.ops import OPTIONAL_OPS, SEQUENCE_OPS, model_ops
 
 __all__ = ["ORIGIN", "Report", "Rewrite", "count_ops", "count_sequence_ops"]
 
@@ -149,26 +146,13 @@ def count_ops(model: ir.Model | onnx.ModelProto | str | os.PathLike[str]) -> Cou
 
     Ops of other domains are counted as ``domain::op_type``.
     """
-    counts: Counter[str] = Counter()
     if isinstance(model, str | os.PathLike):
         from seqpasses.io import read_proto  # (the one way a file comes in; data not read)
 
         model = read_proto(model)
-    if isinstance(model, onnx.ModelProto):
-        for op_type, domain in _proto_nodes(model):
-            counts[op_type if domain in DEFAULT_DOMAINS else f"{domain}::{op_type}"] += 1
-        return counts
-    for node in all_nodes(model):
-        domain = node.domain
-        counts[node.op_type if domain in DEFAULT_DOMAINS else f"{domain}::{node.op_type}"] += 1
-    return counts
+    return model_ops(model)
 
 
 def count_sequence_ops(model: ir.Model | onnx.ModelProto | str | os.PathLike[str]) -> int:
     """How many default-domain sequence ops a model holds, subgraphs and functions included."""
     return sum(n for op, n in count_ops(model).items() if op in SEQUENCE_OPS)
-
-
-def _proto_nodes(model: onnx.ModelProto) -> Iterable[tuple[str, str]]:
-    for node in all_proto_nodes(model):
-        yield node.op_type, node.domain

@@ -91,7 +91,7 @@ def _data_checked(function: onnx.FunctionProto) -> onnx.FunctionProto:
 
 def runtime_says(model: onnx.ModelProto | Path) -> str:
     """'' when ONNX Runtime can load the model (a session on the CPU), else its first line."""
-    from seqpasses.verification.engines import ort_session
+    from seqpasses.checks.runtime import ort_session
 
     try:
         ort_session(model, load_only=True)

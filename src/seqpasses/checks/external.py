@@ -21,7 +21,7 @@ import onnx
 from seqpasses.core.proto import Site, all_proto_tensors
 from seqpasses.errors import BadInputError
 
-__all__ = ["check_external_data", "external_tensors"]
+__all__ = ["check_external_data", "external_tensors", "with_external_data"]
 
 
 _NAME_MAX = 255
@@ -141,3 +141,15 @@ def check_external_data(proto: onnx.ModelProto, folder: Path | None, name: str) 
                 location,
                 f"offset {offset} and {span} bytes reach past the end of the file ({size} bytes)",
             )
+
+
+def with_external_data(proto: onnx.ModelProto, folder: Path | None) -> onnx.ModelProto:
+    """A copy of ``proto`` with its external data read from ``folder`` (through the data gate
+    already), or ``proto`` itself when it has none."""
+    if not external_tensors(proto):
+        return proto
+    copy = onnx.ModelProto()
+    copy.CopyFrom(proto)
+    assert folder is not None  # (the gate refuses external data without a folder)
+    onnx.external_data_helper.load_external_data_for_model(copy, os.fspath(folder.resolve()))
+    return copy

@@ -17,8 +17,8 @@ from collections.abc import Callable
 import onnx
 
 from seqpasses.core.onnx_inference import infer
+from seqpasses.core.ops import model_sequence_ops
 from seqpasses.errors import SelfCheckError, first_line
-from seqpasses.report import count_sequence_ops
 
 __all__ = ["SelfCheckError", "passes_checker", "self_check", "without_inner_shapes"]
 
@@ -49,7 +49,7 @@ def self_check(
     :func:`passes_checker` said of ``after``, and ``sequence_ops_after`` its count, when the
     caller has them already)."""
     if sequence_ops_after is None:
-        sequence_ops_after = count_sequence_ops(after)
+        sequence_ops_after = model_sequence_ops(after)
     if sequence_ops_after > sequence_ops_before:
         raise SelfCheckError(
             f"the optimized model has more sequence ops than the input "

@@ -18,11 +18,11 @@ import os
 import sys
 from collections.abc import Sequence
 
-from seqpasses.cli.commands import EXIT_NOT_VERIFIED, options_of, run_command
+from seqpasses.cli.arguments import options_of
+from seqpasses.cli.commands import EXIT_NOT_VERIFIED, run_command
 from seqpasses.cli.parser import DEFAULT_TIMEOUT_S, build_parser
 from seqpasses.errors import BadInputError, SelfCheckError
 from seqpasses.interrupts import came_from_interrupt, exit_code, interrupted
-from seqpasses.program import run
 from seqpasses.terminal import quiet_libraries, reconfigure, say
 
 __all__ = ["DEFAULT_TIMEOUT_S", "EXIT_NOT_VERIFIED", "main", "options_of"]
@@ -73,7 +73,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 3
-
-
-if __name__ == "__main__":
-    run()

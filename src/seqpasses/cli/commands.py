@@ -15,12 +15,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from seqpasses.cli.arguments import options_of
 from seqpasses.errors import BadInputError
 from seqpasses.interrupts import held_back
-from seqpasses.options import Options
 from seqpasses.terminal import say
 
-__all__ = ["EXIT_NOT_VERIFIED", "options_of", "run_command"]
+__all__ = ["EXIT_NOT_VERIFIED", "run_command"]
 
 EXIT_NOT_VERIFIED = 4
 """``--check`` was asked for but no evaluator could compare the two models."""
@@ -28,41 +28,6 @@ EXIT_NOT_VERIFIED = 4
 MAX_CHECK_RUNS = 1000
 """The most input sets ``--check-runs`` asks for (each evaluator's time budget ends a check
 sooner on a large model; every set is held until both models have run on it)."""
-
-
-def input_shapes(texts: list[str]) -> tuple[tuple[str, tuple[int, ...]], ...]:
-    from seqpasses.passes.input_shapes import parse_input_shape
-
-    shapes: dict[str, tuple[int, ...]] = {}
-    for text in texts:
-        name, dims = parse_input_shape(text)
-        if name in shapes and shapes[name] != dims:
-            raise BadInputError(f"--input-shape {name}: given twice, with different shapes")
-        shapes[name] = dims
-    return tuple(shapes.items())
-
-
-def options_of(args: argparse.Namespace) -> Options:
-    """The one options object from the command line (one line, exit 2, when it makes no
-    sense)."""
-    try:
-        options = Options(
-            freeze_inputs=args.freeze_inputs,
-            strict_spec=args.strict_spec,
-            skip=tuple(args.skip),
-            only=None if args.only is None else tuple(args.only),
-            max_unroll=args.max_unroll,
-            max_split=args.max_split,
-            node_budget=args.node_budget,
-            strict_input=args.strict_input,
-            input_shapes=input_shapes(args.input_shape),
-            inline_functions=args.inline_functions,
-            infer_shapes=not getattr(args, "no_infer_shapes", True),
-        )
-        options.validate()
-    except ValueError as error:
-        raise BadInputError(str(error)) from None
-    return options
 
 
 def _usage(args: argparse.Namespace) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import onnx
 
+from seqpasses.cli.arguments import input_shapes
 from seqpasses.core.graph import all_nodes, graph_paths, is_default
 from seqpasses.core.ops import LEFT_OPS, OPTIONAL_OPS, SEQUENCE_OPS
 from seqpasses.core.proto import all_proto_nodes
@@ -43,8 +44,6 @@ def _unheld(loaded: Loaded, what: str) -> int:
 def shapes_command(args: argparse.Namespace) -> int:
     """``seqpasses shapes``: the inferred type and shape of outputs and sequence values; with
     ``-o``, the model written with every value it can type declared (:func:`write_shapes`)."""
-    from seqpasses.cli.commands import input_shapes
-
     options = Options(strict_input=args.strict_input, input_shapes=input_shapes(args.input_shape))
     loaded = load(args.input, options)
     if loaded.model is None:

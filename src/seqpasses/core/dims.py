@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from typing import TypeGuard
 
+import onnx
 import onnx_ir as ir
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "bounded",
     "cap_of",
     "capped",
+    "claimed_shape",
     "contradicts",
     "dim_of",
     "fill_shape",
@@ -235,3 +237,14 @@ def cap_of(dim: object) -> tuple[str, int] | None:
     text = getattr(dim, "value", None)
     found = _CAPPED.match(text) if isinstance(text, str) else None
     return (found.group(1), int(found.group(2))) if found else None
+
+
+def claimed_shape(type_proto: onnx.TypeProto | None) -> ir.Shape | None:
+    """The shape a ``TypeProto`` claims (onnx's inference, a declaration), its made-up dim names
+    (``unk__N``) read as unknown."""
+    if type_proto is None or type_proto.WhichOneof("value") is None:
+        return None
+    shape = ir.serde.deserialize_type_proto_for_shape(type_proto)
+    if shape is None or not any(generated(d) for d in shape):
+        return shape
+    return ir.Shape([ir.SymbolicDim(None) if generated(d) else d for d in shape])

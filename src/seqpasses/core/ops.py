@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from functools import cache
 
 import onnx
 import onnx_ir as ir
+
+from seqpasses.core.graph import DEFAULT_DOMAINS, all_nodes
+from seqpasses.core.proto import all_proto_nodes
 
 __all__ = [
     "LEFT_OPS",
@@ -14,6 +18,8 @@ __all__ = [
     "ORT_SPLIT_TO_SEQUENCE_TYPES",
     "SEQUENCE_OPS",
     "defined_on_sequences",
+    "model_ops",
+    "model_sequence_ops",
 ]
 
 SEQUENCE_OPS = frozenset(
@@ -73,3 +79,23 @@ def defined_on_sequences(op_type: str, opset: int) -> bool:
         for constraint in schema.type_constraints
         for allowed in constraint.allowed_type_strs
     ) or any("seq(" in formal.type_str for formal in [*schema.inputs, *schema.outputs])
+
+
+def model_ops(model: ir.Model | onnx.ModelProto) -> Counter[str]:
+    """Op counts over the main graph, every subgraph and every model-local function; ops of
+    other domains as ``domain::op_type``."""
+    counts: Counter[str] = Counter()
+    if isinstance(model, onnx.ModelProto):
+        for node in all_proto_nodes(model):
+            op, domain = node.op_type, node.domain
+            counts[op if domain in DEFAULT_DOMAINS else f"{domain}::{op}"] += 1
+        return counts
+    for held in all_nodes(model):
+        op, domain = held.op_type, held.domain
+        counts[op if domain in DEFAULT_DOMAINS else f"{domain}::{op}"] += 1
+    return counts
+
+
+def model_sequence_ops(model: ir.Model | onnx.ModelProto) -> int:
+    """How many default-domain sequence ops a model holds, subgraphs and functions included."""
+    return sum(n for op, n in model_ops(model).items() if op in SEQUENCE_OPS)
