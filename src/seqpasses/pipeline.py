@@ -14,27 +14,23 @@ and what became of the model as a whole.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
-from pathlib import Path
+from dataclasses import dataclass, fields
 
 import onnx
 import onnx.inliner
 import onnx_ir as ir
 
-from seqpasses.checks.admission import admit, runtime_says, to_ir, unknown_opset
-from seqpasses.checks.external import check_external_data
+from seqpasses.checks.admission import runtime_says
 from seqpasses.checks.selfcheck import passes_checker, self_check, without_inner_shapes
-from seqpasses.checks.wellformed import expanded_nodes
-from seqpasses.core.graph import DEFAULT_DOMAINS, number_nodes
+from seqpasses.core.graph import DEFAULT_DOMAINS
 from seqpasses.core.ops import LEFT_OPS
 from seqpasses.core.pause import no_cycle_collection
 from seqpasses.core.proto import all_proto_nodes
-from seqpasses.core.skeleton import Skeleton, proto_skeleton, skeleton
+from seqpasses.core.skeleton import Skeleton, skeleton
 from seqpasses.errors import BadInputError, SelfCheckError
-from seqpasses.io import check_structure, read_model
+from seqpasses.loading import Loaded, load
 from seqpasses.options import Group, Options
 from seqpasses.passes import FoldSequencesPass
 from seqpasses.passes.fill_shapes import fill_shapes_in_place
@@ -43,39 +39,7 @@ from seqpasses.passes.repair_shapes import repair_declarations
 from seqpasses.progress import stage
 from seqpasses.report import ORIGIN, Report, Rewrite, count_ops
 
-__all__ = ["Loaded", "Result", "load", "optimize_loaded"]
-
-Source = onnx.ModelProto | ir.Model | str | os.PathLike[str]
-
-
-@dataclass
-class Loaded:
-    """A model as taken in: its protobuf as read (external data left on disk), the onnx_ir
-    model to optimize (None when it is handed back unchanged: ``unheld`` says why), where its
-    external data lives, and the warnings admission gave."""
-
-    proto: onnx.ModelProto
-    model: ir.Model | None
-    name: str
-    folder: Path | None = None
-    unheld: str = ""
-    warnings: list[str] = field(default_factory=list)
-    unheld_kind: str = "invalid"  # the reason kind of the ops it leaves (core.sequence)
-    file: Path | None = None  # the model file it was read from (a pipe: None)
-    _skeleton: Skeleton | None = field(default=None, repr=False)
-
-    def skeleton(self) -> Skeleton:
-        """The input's protobuf without its weights' data (made once, when first asked)."""
-        if self._skeleton is None:
-            self._skeleton = proto_skeleton(self.proto)
-        return self._skeleton
-
-    def fresh(self) -> ir.Model:
-        """A new onnx_ir model of the input (for a trial on a copy)."""
-        model = ir.serde.deserialize_model(self.proto)
-        _set_base_dirs(model, self.folder)
-        number_nodes(model)
-        return model
+__all__ = ["Loaded", "Result", "load", "optimize_loaded"]  # (Loaded, load: seqpasses.loading)
 
 
 @dataclass
@@ -105,142 +69,6 @@ class Result:
             assert tensor is not None
             weights[name] = ir.serde.serialize_tensor(tensor)
         return self.skeleton.full(weights)
-
-
-def _set_base_dirs(model: ir.Model, folder: Path | None) -> None:
-    """External tensors of the graph and of every function read from ``folder`` (onnx_ir's
-    ``set_base_dir`` covers one graph: functions would read from the working folder)."""
-    if folder is None:
-        return
-    base = folder.resolve()
-    ir.external_data.set_base_dir(model.graph, base)
-    for function in model.functions.values():
-        ir.external_data.set_base_dir(function.graph, base)
-
-
-def _unknown_dims(model: ir.Model) -> None:
-    """A declared negative dim means nothing (ONNX Runtime runs such an input on any size):
-    it becomes unknown, in every graph."""
-    from seqpasses.core.graph import graphs
-
-    for _, graph in graphs(model):
-        values = [*graph.inputs, *graph.outputs]
-        values.extend(out for node in graph for out in node.outputs)
-        for value in values:
-            shape = value.shape
-            if shape is not None and any(isinstance(d, int) and d < 0 for d in shape):
-                value.shape = ir.Shape(
-                    [ir.SymbolicDim(None) if isinstance(d, int) and d < 0 else d for d in shape]
-                )
-
-
-def _ir_external_paths(model: ir.Model, name: str) -> None:
-    """The data gate for an onnx_ir model a caller built: each external tensor's file must lie
-    inside its own base folder."""
-    from seqpasses.core.graph import graphs
-
-    for _, graph in graphs(model):
-        tensors: list[ir.TensorProtocol | None] = []
-        if isinstance(graph, ir.Graph):
-            tensors.extend(v.const_value for v in graph.initializers.values())
-        for node in graph:
-            for attr in node.attributes.values():
-                if attr.type == ir.AttributeType.TENSOR:
-                    tensors.append(attr.value)
-                elif attr.type == ir.AttributeType.TENSORS:
-                    tensors.extend(attr.value)
-        for tensor in tensors:
-            if not isinstance(tensor, ir.ExternalTensor):
-                continue
-            base = Path(tensor.base_dir or ".").resolve()
-            target = (base / tensor.location).resolve()
-            if Path(tensor.location).is_absolute() or not target.is_relative_to(base):
-                raise BadInputError(
-                    f"{name}: tensor {tensor.name!r} has external data at {tensor.location!r}, "
-                    "outside its base folder; refused, nothing read"
-                )
-
-
-EXPANSION_FACTOR = 100
-EXPANSION_FLOOR = 20_000
-"""A model whose function calls, inlined, would make more than ``max(EXPANSION_FLOOR,
-EXPANSION_FACTOR x its nodes)`` nodes is handed back unchanged: onnx's inference and ONNX
-Runtime work through every call (a function calling another twice, twenty levels deep, is a
-million nodes in under 2 KB)."""
-
-
-def _too_wide(proto: onnx.ModelProto, max_split: int) -> str:
-    """Why the model is handed back unchanged before anything is built from it: a node with
-    more inputs or outputs than ``max_split`` (a Split into 10^6 pieces gathered by one
-    SequenceConstruct: every step after, the checker included, is proportional to them), or
-    function calls that multiply its nodes past :data:`EXPANSION_FLOOR`."""
-    if proto.functions:
-        written, inlined = expanded_nodes(proto)
-        if inlined > max(EXPANSION_FLOOR, EXPANSION_FACTOR * written):
-            return (
-                f"its function calls, inlined, make {inlined:,} nodes of its {written:,}, more "
-                f"than max({EXPANSION_FLOOR:,}, {EXPANSION_FACTOR} x its nodes) "
-                "(no node of the model was changed, checked or held)"
-            )
-    for node in all_proto_nodes(proto):
-        count = max(len(node.input), len(node.output))
-        if count > max_split:
-            where = f"{node.op_type} '{node.name}'" if node.name else node.op_type
-            side = "inputs" if len(node.input) >= len(node.output) else "outputs"
-            return (
-                f"{where} has {count:,} {side}, more than --max-split {max_split} allows "
-                "(no node of the model was changed, checked or held)"
-            )
-    return ""
-
-
-def load(
-    source: Source, options: Options, name: str | None = None, *, admission: bool = True
-) -> Loaded:
-    """Take a model in (see the module docstring): a path, a ``ModelProto`` (not changed) or
-    an ``onnx_ir`` model (optimized in place later). Raises
-    :class:`~seqpasses.errors.BadInputError` with one line when it cannot be taken. Without
-    ``admission`` (``optimize_ir``: the caller built the model in onnx_ir) the ONNX checker
-    is not asked; the data gate always is."""
-    folder: Path | None = None
-    given: ir.Model | None = None
-    path: Path | None = None
-    stage("loading")
-    if isinstance(source, ir.Model):
-        name = name or "model"
-        _ir_external_paths(source, name)
-        with no_cycle_collection():
-            proto = ir.serde.serialize_model(source)
-        check_structure(proto, name)
-        given = source
-    elif isinstance(source, onnx.ModelProto):
-        name = name or "model"
-        proto = source
-        check_structure(proto, name)
-        check_external_data(proto, None, name)
-    else:
-        path = Path(os.fspath(source))
-        name = name or str(path)
-        proto, folder = read_model(path, name)
-        if folder is None:  # (a pipe, read once: no second read by the checker)
-            path = None
-    why = _too_wide(proto, options.max_split)
-    if why:  # (before admission: onnx's checker alone walks every one of its outputs)
-        return Loaded(proto, None, name, folder, why, [], "limit", file=path)
-    warnings = admit(proto, name, strict=options.strict_input, path=path) if admission else []
-    why = unknown_opset(proto)
-    if why:
-        return Loaded(proto, None, name, folder, why, warnings, "opset", file=path)
-    # (one pause for the model's taking in: a collection between its steps would scan every
-    # object the pause let through)
-    with no_cycle_collection():
-        model = given if given is not None else to_ir(proto)
-        if isinstance(model, str):
-            return Loaded(proto, None, name, folder, model, warnings, "unknown-sequence", file=path)
-        _set_base_dirs(model, folder)
-        _unknown_dims(model)
-        number_nodes(model)
-    return Loaded(proto, model, name, folder, "", warnings, file=path)
 
 
 def run_passes(

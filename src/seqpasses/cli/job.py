@@ -43,7 +43,7 @@ from seqpasses.verification.inputs import check_inputs
 __all__ = [
     "CHECK_BUDGET_S",
     "Job",
-    "Outcome",
+    "JobResult",
     "run_job",
     "stage_files",
     "stage_model",
@@ -72,7 +72,7 @@ class Job:
 
 
 @dataclass
-class Outcome:
+class JobResult:
     """What one job gives: the optimize path's report (which the job only reads), the check's
     verdict, and the job's own notes and timings (loading, checking, saving)."""
 
@@ -100,7 +100,7 @@ class Outcome:
         return data
 
 
-def run_job(job: Job, transaction: Transaction) -> Outcome:
+def run_job(job: Job, transaction: Transaction) -> JobResult:
     """The one optimize path, optionally ``--check``, and (unless the check found a
     difference) the model's files staged in ``transaction``, which the caller commits.
     Raises :class:`BadInputError` with a one-line message for anything wrong with the input
@@ -130,7 +130,7 @@ def run_job(job: Job, transaction: Transaction) -> Outcome:
         start = time.perf_counter()
         _stage_as_given(transaction, loaded, planned, bool(input_data))
         timings["save"] = time.perf_counter() - start
-        return Outcome(report, None, notes, timings)
+        return JobResult(report, None, notes, timings)
     verdict = None
     if job.check:
         start = time.perf_counter()
@@ -150,7 +150,7 @@ def run_job(job: Job, transaction: Transaction) -> Outcome:
         )
         timings["check"] = time.perf_counter() - start
         if verdict.status == "mismatch":
-            return Outcome(report, verdict, [], timings)
+            return JobResult(report, verdict, [], timings)
     start = time.perf_counter()
     stage("saving")
     model = result.model
@@ -165,7 +165,7 @@ def run_job(job: Job, transaction: Transaction) -> Outcome:
     else:
         stage_model(transaction, model, planned, result.skeleton)
     timings["save"] = time.perf_counter() - start
-    return Outcome(report, verdict, [], timings)
+    return JobResult(report, verdict, [], timings)
 
 
 def stage_files(transaction: Transaction, planned: Planned, write: Callable[[Path], None]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from typing import TypeGuard
 
 import onnx
@@ -23,13 +24,16 @@ __all__ = [
     "cap_of",
     "capped",
     "claimed_shape",
+    "concat_shape",
     "contradicts",
     "dim_of",
     "fill_shape",
     "generated",
+    "merge_form",
     "merge_shapes",
     "same_dim",
     "same_shape",
+    "shape_dims",
     "shape_text",
 ]
 
@@ -248,3 +252,60 @@ def claimed_shape(type_proto: onnx.TypeProto | None) -> ir.Shape | None:
     if shape is None or not any(generated(d) for d in shape):
         return shape
     return ir.Shape([ir.SymbolicDim(None) if generated(d) else d for d in shape])
+
+
+def shape_dims(value: ir.Value) -> list[Dim] | None:
+    if value.shape is None:
+        return None
+    return [dim_of(d) for d in value.shape]
+
+
+def merge_form(dims: Sequence[Dim], axis: int, first_positive: bool, opset: int) -> str | None:
+    """How :meth:`Emitter.merge_axes` writes its ``Reshape``, or None where no target is right
+    for every size. A ``-1`` cannot be inferred when the other dims multiply to 0, and before
+    opset 14 (no ``allowzero``) a ``0`` in the target copies the input's dim at that place:
+
+    - ``infer``: ``[0, ..., -1, tail]`` when every dim but the two merged is a known positive
+      number (the -1 is then always inferred);
+    - ``one-before`` / ``one-after``: a target of the same rank with a 1 beside the merged dim
+      (then squeezed): right when dim ``axis`` is at least 1 (``first_positive``), or when dim
+      ``axis + 1`` is a known positive number;
+    - ``exact``: from opset 14, the target's every dim, with ``allowzero=1``.
+    """
+
+    def positive(d: Dim) -> bool:
+        return isinstance(d, int) and d > 0
+
+    if all(positive(d) for k, d in enumerate(dims) if k not in (axis, axis + 1)):
+        return "infer"
+    if first_positive:
+        return "one-before"
+    if positive(dims[axis + 1]):
+        return "one-after"
+    return "exact" if opset >= 14 else None
+
+
+def concat_shape(inputs: Sequence[ir.Value], axis: int) -> ir.Shape | None:
+    """Concat's output shape: the axis dims summed, the others taken from any input that knows them."""
+    shapes = [shape_dims(v) for v in inputs]
+    if any(s is None for s in shapes):
+        return None
+    known = [s for s in shapes if s is not None]
+    rank = len(known[0])
+    if any(len(s) != rank for s in known) or not 0 <= axis < rank:
+        return None
+    dims: list[Dim] = []
+    for i in range(rank):
+        if i == axis:
+            dims.append(add_dims([s[i] for s in known]))
+            continue
+        ints = {s[i] for s in known if isinstance(s[i], int)}
+        if len(ints) > 1:
+            return None  # the inputs disagree: Concat fails at run time, so claim no shape
+        if ints:
+            dims.append(ints.pop())
+            continue
+        column = [s[i] for s in known]
+        named = [d for d in column if isinstance(d, ir.SymbolicDim) and d.value is not None]
+        dims.append(named[0] if named else ir.SymbolicDim(None))
+    return ir.Shape(dims)

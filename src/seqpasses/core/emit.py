@@ -15,16 +15,10 @@ from typing import Protocol
 import numpy as np
 import onnx_ir as ir
 
-from seqpasses.core.dims import Dim, add_dims, dim_of
+from seqpasses.core.dims import Dim, concat_shape, merge_form, shape_dims
 from seqpasses.core.sequence import sequence_dtype
 
-__all__ = ["Emitter", "merge_form"]
-
-
-def _shape_dims(value: ir.Value) -> list[Dim] | None:
-    if value.shape is None:
-        return None
-    return [dim_of(d) for d in value.shape]
+__all__ = ["Emitter"]
 
 
 class Owner(Protocol):
@@ -164,7 +158,7 @@ class Emitter:
             return source[0]
         out = self._axis_op("Unsqueeze", x, axis)
         out.type = x.type
-        dims = _shape_dims(x)
+        dims = shape_dims(x)
         if dims is not None and 0 <= axis <= len(dims):
             out.shape = ir.Shape([*dims[:axis], 1, *dims[axis:]])
         return out
@@ -172,7 +166,7 @@ class Emitter:
     def squeeze(self, x: ir.Value, axis: int) -> ir.Value:
         out = self._axis_op("Squeeze", x, axis)
         out.type = x.type
-        dims = _shape_dims(x)
+        dims = shape_dims(x)
         if dims is not None and 0 <= axis < len(dims):
             out.shape = ir.Shape(dims[:axis] + dims[axis + 1 :])
         self.owner.squeezed[out] = (x, axis)
@@ -209,7 +203,7 @@ class Emitter:
         else:
             node = self._add("Split", [x, self.int64s(sizes)], {"axis": axis}, len(sizes))
         self.owner.split_axis[node] = axis
-        dims = _shape_dims(x)
+        dims = shape_dims(x)
         for out, size in zip(node.outputs, sizes, strict=True):
             out.type = x.type
             if dims is not None and 0 <= axis < len(dims):
@@ -225,7 +219,7 @@ class Emitter:
             cast.type, cast.shape = ir.TensorType(ir.DataType.INT64), sizes.shape
             sizes = cast
         node = self._add("Split", [x, sizes], {"axis": axis}, count)
-        dims = _shape_dims(x)
+        dims = shape_dims(x)
         for out in node.outputs:
             out.type = x.type
             if dims is not None and 0 <= axis < len(dims):
@@ -336,57 +330,6 @@ class Emitter:
         out = self._add("SequenceEmpty", [], attributes).outputs[0]
         _sequence_type(out, dtype or ir.DataType.FLOAT, like)
         return out
-
-
-def merge_form(dims: Sequence[Dim], axis: int, first_positive: bool, opset: int) -> str | None:
-    """How :meth:`Emitter.merge_axes` writes its ``Reshape``, or None where no target is right
-    for every size. A ``-1`` cannot be inferred when the other dims multiply to 0, and before
-    opset 14 (no ``allowzero``) a ``0`` in the target copies the input's dim at that place:
-
-    - ``infer``: ``[0, ..., -1, tail]`` when every dim but the two merged is a known positive
-      number (the -1 is then always inferred);
-    - ``one-before`` / ``one-after``: a target of the same rank with a 1 beside the merged dim
-      (then squeezed): right when dim ``axis`` is at least 1 (``first_positive``), or when dim
-      ``axis + 1`` is a known positive number;
-    - ``exact``: from opset 14, the target's every dim, with ``allowzero=1``.
-    """
-
-    def positive(d: Dim) -> bool:
-        return isinstance(d, int) and d > 0
-
-    if all(positive(d) for k, d in enumerate(dims) if k not in (axis, axis + 1)):
-        return "infer"
-    if first_positive:
-        return "one-before"
-    if positive(dims[axis + 1]):
-        return "one-after"
-    return "exact" if opset >= 14 else None
-
-
-def concat_shape(inputs: Sequence[ir.Value], axis: int) -> ir.Shape | None:
-    """Concat's output shape: the axis dims summed, the others taken from any input that knows them."""
-    shapes = [_shape_dims(v) for v in inputs]
-    if any(s is None for s in shapes):
-        return None
-    known = [s for s in shapes if s is not None]
-    rank = len(known[0])
-    if any(len(s) != rank for s in known) or not 0 <= axis < rank:
-        return None
-    dims: list[Dim] = []
-    for i in range(rank):
-        if i == axis:
-            dims.append(add_dims([s[i] for s in known]))
-            continue
-        ints = {s[i] for s in known if isinstance(s[i], int)}
-        if len(ints) > 1:
-            return None  # the inputs disagree: Concat fails at run time, so claim no shape
-        if ints:
-            dims.append(ints.pop())
-            continue
-        column = [s[i] for s in known]
-        named = [d for d in column if isinstance(d, ir.SymbolicDim) and d.value is not None]
-        dims.append(named[0] if named else ir.SymbolicDim(None))
-    return ir.Shape(dims)
 
 
 def _sequence_type(out: ir.Value, dtype: ir.DataType | None, like: ir.Value) -> None:

@@ -20,9 +20,10 @@ import onnx_ir as ir
 
 from seqpasses.core.graph import is_default
 
-__all__ = ["MAX_DEPTH", "MAX_ENTRIES", "Entry", "partial_vector"]
+__all__ = ["MAX_DEPTH", "MAX_ENTRIES", "Known", "partial_vector"]
 
-Entry = int | bool | None
+Known = int | bool | None
+"""An entry of a vector known in part: a number, a boolean, or None (known only at run time)."""
 MAX_ENTRIES = 16
 MAX_DEPTH = 24
 
@@ -31,14 +32,14 @@ Constant = Callable[[ir.Value], np.ndarray | None]
 
 def partial_vector(
     value: ir.Value, constant: Constant, shape: Callable[[ir.Value], ir.Shape | None]
-) -> list[Entry] | None:
+) -> list[Known] | None:
     """The entries of ``value``, a scalar or a vector of at most :data:`MAX_ENTRIES` ints or
     bools (a scalar as one entry), each known or None; None when not even its length is known.
     ``constant`` gives what a value holds before run time, ``shape`` a value's shape."""
     return _vector(value, constant, shape, MAX_DEPTH)
 
 
-def _entries(array: np.ndarray) -> list[Entry] | None:
+def _entries(array: np.ndarray) -> list[Known] | None:
     if array.ndim > 1 or array.size > MAX_ENTRIES:
         return None
     if array.dtype == np.bool_:
@@ -66,12 +67,12 @@ def _vector(
     constant: Constant,
     shape: Callable[[ir.Value], ir.Shape | None],
     depth: int,
-) -> list[Entry] | None:
+) -> list[Known] | None:
     array = constant(value)
     if array is not None:
         return _entries(np.asarray(array))
     length = _length(value, shape)
-    unknown: list[Entry] | None = None if length is None else [None] * length
+    unknown: list[Known] | None = None if length is None else [None] * length
     node = value.producer()
     if depth <= 0 or node is None or not is_default(node):
         return unknown
@@ -87,11 +88,11 @@ def _node_vector(
     constant: Constant,
     shape: Callable[[ir.Value], ir.Shape | None],
     depth: int,
-) -> list[Entry] | None:
+) -> list[Known] | None:
     op = node.op_type
     inputs = list(node.inputs)
 
-    def read(k: int) -> list[Entry] | None:
+    def read(k: int) -> list[Known] | None:
         if k >= len(inputs) or inputs[k] is None:
             return None
         return _vector(inputs[k], constant, shape, depth)  # type: ignore[arg-type]
@@ -164,8 +165,8 @@ _WRAPS = 2**31
 int64, not tracked) may wrap them at run time."""
 
 
-def _known(fn: Callable[[int, int], Entry], wraps: bool = False) -> Callable[[Entry, Entry], Entry]:
-    def apply(x: Entry, y: Entry) -> Entry:
+def _known(fn: Callable[[int, int], Known], wraps: bool = False) -> Callable[[Known, Known], Known]:
+    def apply(x: Known, y: Known) -> Known:
         if x is None or y is None:
             return None
         found = fn(x, y)
@@ -174,19 +175,19 @@ def _known(fn: Callable[[int, int], Entry], wraps: bool = False) -> Callable[[En
     return apply
 
 
-def _and(x: Entry, y: Entry) -> Entry:
+def _and(x: Known, y: Known) -> Known:
     if x is False or y is False:
         return False
     return None if x is None or y is None else bool(x and y)
 
 
-def _or(x: Entry, y: Entry) -> Entry:
+def _or(x: Known, y: Known) -> Known:
     if x is True or y is True:
         return True
     return None if x is None or y is None else bool(x or y)
 
 
-_BINARY: dict[str, Callable[[Entry, Entry], Entry]] = {
+_BINARY: dict[str, Callable[[Known, Known], Known]] = {
     "Add": _known(lambda x, y: x + y, wraps=True),
     "Sub": _known(lambda x, y: x - y, wraps=True),
     "Mul": _known(lambda x, y: x * y, wraps=True),

@@ -18,7 +18,7 @@ import onnx_ir as ir
 from seqpasses.core.constants import MAX_ELEMENTS, constant_array
 from seqpasses.core.dims import INT64_MAX, cap_of, capped
 from seqpasses.core.graph import GRAPH_HOLDERS, is_default
-from seqpasses.core.partial import Entry, partial_vector
+from seqpasses.core.partial import Known, partial_vector
 
 __all__ = ["ShapeOracle", "TypeAndShape"]
 
@@ -244,7 +244,7 @@ class ShapeOracle:
         if data is None or len(data) != len(shape) or len(node.inputs) < 3:
             return shape
 
-        def vector(k: int) -> list[Entry] | None:
+        def vector(k: int) -> list[Known] | None:
             value = node.inputs[k] if k < len(node.inputs) else None
             if value is None:
                 return None

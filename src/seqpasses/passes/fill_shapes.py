@@ -13,8 +13,7 @@ import onnx
 import onnx_ir as ir
 
 from seqpasses.core.constants import integer_array
-from seqpasses.core.dims import claimed_shape, contradicts, fill_shape, merge_shapes
-from seqpasses.core.emit import concat_shape
+from seqpasses.core.dims import claimed_shape, concat_shape, contradicts, fill_shape, merge_shapes
 from seqpasses.core.graph import graphs, onnx_opset
 from seqpasses.core.onnx_inference import infer
 from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown

@@ -1,4 +1,4 @@
-"""Control flow and optionals around static sequences.
+"""Control flow around static sequences.
 
 1. ``If`` with a constant condition: the taken branch is inlined (then walked, so what it
    computes folds like straight-line code).
@@ -6,10 +6,8 @@
    the If yields their elements as tensors instead, so what reads them can be lowered.
 3. ``SequenceMap`` over static sequences: one copy of the body per element, no SequenceMap
    left (undone when a sequence op would stay in the copies).
-4. ``Optional`` / ``OptionalGetElement`` / ``OptionalHasElement``: a wrapped value passes
-   through; ``OptionalHasElement`` of a known optional becomes a bool ``Constant``.
-
-Loops are in :mod:`seqpasses.transfer.loops`. :func:`seqpasses.walk.inline.inline_graph`
+Loops are in :mod:`seqpasses.transfer.loops`, optionals in
+:mod:`seqpasses.transfer.optionals`. :func:`seqpasses.walk.inline.inline_graph`
 copies a graph with its nested subgraphs (onnx_ir's ``Graph.clone``) and walks the copies.
 """
 
@@ -17,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 import onnx_ir as ir
 
 from seqpasses.core.dims import merge_shapes, same_shape
@@ -331,61 +328,9 @@ def _sequence_map(ctx: Context, node: ir.Node, scope: Scope) -> Proposal:
     return Trial(attempt=attempt, otherwise=lambda why: Leave(reason=why))
 
 
-def _optional(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
-    # the Optional stays where something other than its reads takes it (a graph output, a
-    # Loop): then it wraps the list in canonical form (the value it was given may come from
-    # a node a rewrite rebuilt, which must not stay alive)
-    wrapped = node.inputs[0] if node.inputs else None
-    return Fold(optionals={node.outputs[0]: wrapped}, canonical_inputs=True)
-
-
-def _optional_value(ctx: Context, value: ir.Value) -> tuple[bool, ir.Value | None]:
-    """Whether the optional's content is known, and the content (None when empty)."""
-    if value in ctx.facts.optionals:
-        return True, ctx.facts.optionals[value]
-    if (
-        isinstance(value.type, ir.TensorType | ir.SequenceType)
-        or ctx.facts.static(value) is not None
-    ):
-        return True, value  # a plain tensor or sequence: always present
-    return False, None
-
-
-def _optional_get_element(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
-    source = node.inputs[0] if node.inputs else None
-    if source is None:
-        return Leave()
-    known, content = _optional_value(ctx, source)
-    if not known or content is None:
-        return Leave()
-    held = ctx.facts.values.get(content)
-    values = {node.outputs[0]: held} if isinstance(held, StaticSequence | StackedSequence) else {}
-    if (
-        node.outputs[0].is_graph_output()
-        and not isinstance(content.type, ir.TensorType)
-        and scope.opset < 14
-    ):
-        return Leave(values=values)
-    record = Record("optional-get-element", f"-> '{content.name}'")
-    return Replace(values=values, uses=[(node.outputs[0], content)], records=[record])
-
-
-def _optional_has_element(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
-    source = node.inputs[0] if node.inputs else None
-    known, content = (True, None) if source is None else _optional_value(ctx, source)
-    if not known:
-        return Leave()
-    value = ctx.emitter(scope, node).constant(np.array(content is not None))
-    record = Record("optional-has-element", f"{content is not None}")
-    return Replace(uses=[(node.outputs[0], value)], records=[record])
-
-
 TABLE: dict[tuple[str, str], Entry] = {
     ("If", "*"): Entry(_if, group=Group.IF_INLINE, dry=False),
     ("SequenceMap", "*"): Entry(_sequence_map, group=Group.SEQUENCE_MAP, dry=False),
-    ("Optional", "*"): Entry(_optional, group=Group.OPTIONAL),
-    ("OptionalGetElement", "*"): Entry(_optional_get_element, group=Group.OPTIONAL),
-    ("OptionalHasElement", "*"): Entry(_optional_has_element, group=Group.OPTIONAL),
 }
 
 RULES: dict[str, tuple[str, str]] = {
@@ -407,6 +352,4 @@ RULES: dict[str, tuple[str, str]] = {
         Group.SEQUENCE_MAP,
         "SequenceMap over static sequences -> one copy of the body per element",
     ),
-    "optional-get-element": (Group.OPTIONAL, "OptionalGetElement(Optional(x)) -> x"),
-    "optional-has-element": (Group.OPTIONAL, "OptionalHasElement of a known optional -> a bool"),
 }

@@ -32,7 +32,8 @@ from seqpasses.walk.context import Context, Entry, Scope
 from seqpasses.walk.facts import Reason
 from seqpasses.walk.outcomes import Fold, Leave, Outcome, Record, Replace
 
-Transfer = Callable[[Context, ir.Node, Scope, Reason], Outcome]
+HeldRewrite = Callable[[Context, ir.Node, Scope, Reason], Outcome]
+"""A rewrite of a list held as one tensor, given why the list is not static."""
 
 __all__ = ["RULES", "TABLE"]
 
@@ -103,7 +104,7 @@ def _sequence_erase(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
 
 
 def _as_stacked(
-    ctx: Context, node: ir.Node, scope: Scope, why: Reason, rewrite: Transfer
+    ctx: Context, node: ir.Node, scope: Scope, why: Reason, rewrite: HeldRewrite
 ) -> Outcome:
     """Hold the list as one tensor [n, *E] for a run-time position, or leave ``node`` with
     ``why`` when that is switched off (``--skip stacked``)."""

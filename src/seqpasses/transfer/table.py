@@ -15,6 +15,7 @@ from seqpasses.options import GROUPS, Group
 from seqpasses.transfer import (
     control,
     loops,
+    optionals,
     sequence_ops,
     split_to_sequence,
     stacked,
@@ -64,6 +65,7 @@ TABLE = merge(
     unit_split.TABLE,
     stacked.TABLE,
     control.TABLE,
+    optionals.TABLE,
     loops.TABLE,
 )
 """The table of a real walk."""
@@ -79,6 +81,7 @@ RULES: dict[str, Rule] = _rules(
     stacked.RULES,
     stacked_map.RULES,
     control.RULES,
+    optionals.RULES,
     loops.RULES,
     {
         "canonical-sequence-input": (

@@ -72,7 +72,7 @@ def _evaluator(proto: onnx.ModelProto, new_ops: list[type[Any]]) -> Any:
 
     if not proto.functions:
         return ReferenceEvaluator(proto, new_ops=new_ops)
-    from seqpasses.checks.wellformed import calls
+    from seqpasses.checks.functions import calls
 
     functions = {(f.domain, f.name): f for f in proto.functions}
     built: dict[tuple[str, str], Any] = {}

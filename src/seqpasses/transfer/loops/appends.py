@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import onnx_ir as ir
 
-from seqpasses.core.emit import merge_form
+from seqpasses.core.dims import merge_form
 from seqpasses.core.graph import is_default, label
 from seqpasses.core.sequence import StaticSequence
 from seqpasses.walk.context import Context
