@@ -23,15 +23,24 @@ from types import FrameType
 from typing import Any
 
 LAYERS = [
-    ("cli",),
-    ("api",),
-    ("pipeline",),
+    ("program", "cli"),
+    ("api", "inference"),
+    ("pipeline", "loading"),
     # (and the top-level modules older versions had in their place)
-    ("checks", "verification", "io", "inference", "admit", "selfcheck", "fullcheck", "verify"),
+    ("checks", "verification", "io", "wire", "admit", "selfcheck", "fullcheck", "verify"),
     ("passes",),
-    ("walk",),
     ("transfer",),
-    ("core", "report", "options", "errors"),
+    ("walk",),
+    (
+        "core",
+        "report",
+        "options",
+        "errors",
+        "transaction",
+        "terminal",
+        "interrupts",
+        "progress",
+    ),
 ]
 
 

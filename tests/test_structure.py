@@ -15,7 +15,9 @@ could make:
   container the function made itself (a graph's own ``append`` looks the same);
 - the walk's facts or edits written: a field assigned, a field's container changed, a
   writing method of ``ctx.facts`` called, any call on ``ctx.edits`` but its reads;
-- a re-entry of the walk (any call on ``ctx.walk``).
+- a re-entry of the walk (any call on ``ctx.walk``);
+- the budget charged (any call on ``ctx.budget`` but :meth:`afford`: the charge goes with the
+  outcome, and the applier takes it).
 
 ``python tests/test_structure.py`` prints what it finds.
 """
@@ -64,6 +66,7 @@ CONTAINER_CALLS = LIST_CALLS | {
 }
 FACTS_WRITERS = {"leave", "note", "loop_refused"}
 EDITS_READS = {"current", "next_name"}
+BUDGET_READS = {"afford"}
 CONTAINER_MAKERS = {"list", "dict", "set", "sorted", "defaultdict", "Counter"}
 
 
@@ -145,6 +148,8 @@ def _written_call(call: ast.Call, own: set[str], statement: bool) -> str | None:
     chain = _chain(func)
     if chain[:2] == ["ctx", "walk"]:
         return "walk re-entry"
+    if chain[:2] == ["ctx", "budget"]:
+        return None if len(chain) == 3 and chain[2] in BUDGET_READS else "budget write"
     if chain[:2] == ["ctx", "edits"]:
         return None if len(chain) == 3 and chain[2] in EDITS_READS else "edits call"
     if chain[:2] == ["ctx", "facts"] and (
@@ -241,6 +246,9 @@ def test_the_scan_finds_every_form(tmp_path: Path) -> None:
         "ctx.edits.unloadable = []",
         "ctx.walk.rewalk(body, scope, node, 'body')",
         "ctx.walk.visit(node, scope)",
+        "ctx.budget.spend(3, 0, 'copies')",
+        "ctx.budget.charge(3, 0)",
+        "ctx.budget.restore(state)",
     ]
     plain = [
         "found = []",
@@ -257,6 +265,7 @@ def test_the_scan_finds_every_form(tmp_path: Path) -> None:
         "ctx.edits.current(v)",
         "ctx.edits.next_name('a', 'Loop')",
         "x = ctx.facts.values.get(v)",
+        "over = ctx.budget.afford(3, 0, 'copies')",
         "local = 3",
     ]
     body = "\n".join(f"    {line}" for line in caught + plain)

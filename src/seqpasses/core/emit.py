@@ -10,6 +10,7 @@ Every new value gets its dtype and, where it follows from the inputs, its shape.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -18,17 +19,26 @@ import onnx_ir as ir
 from seqpasses.core.dims import Dim, concat_shape, merge_form, shape_dims
 from seqpasses.core.sequence import sequence_dtype
 
-__all__ = ["Emitter"]
+__all__ = ["Emitter", "EmitterCaches"]
+
+
+@dataclass(frozen=True)
+class EmitterCaches:
+    """What emitters share across a walk: each constant made once per graph, the squeezes a
+    later Unsqueeze undoes, each Split's axis, and static lists already held as ``[n, *E]``.
+    (A walk's journal drops an entry when a rollback removes the node it names.)"""
+
+    constants: dict[tuple[int, str, tuple[int, ...]], ir.Value]
+    squeezed: dict[ir.Value, tuple[ir.Value, int]]
+    split_axis: dict[ir.Node, int]
+    stacks: dict[tuple[int, tuple[ir.Value, ...]], ir.Value]
 
 
 class Owner(Protocol):
     """Who places new nodes and keeps their record: their names, where they go (in a dry
     walk, nowhere: the node only describes a value), and the caches emitters share."""
 
-    constants: dict[tuple[int, str, tuple[int, ...]], ir.Value]
-    squeezed: dict[ir.Value, tuple[ir.Value, int]]
-    split_axis: dict[ir.Node, int]
-    stacks: dict[tuple[int, tuple[ir.Value, ...]], ir.Value]  # static lists as [n, *E]
+    caches: EmitterCaches
 
     def next_name(self, base: str, op_type: str) -> str: ...
 
@@ -127,7 +137,7 @@ class Emitter:
 
     def _shared(self, array: np.ndarray) -> ir.Value:
         key = (id(self.graph), f"{array.dtype}{array.shape}", tuple(map(int, array.ravel())))
-        cached = self.owner.constants.get(key)
+        cached = self.owner.caches.constants.get(key)
         if cached is None:
             # made at the start of the graph, so that every later use may share it: one made
             # before the anchor would come after a node a rebuild puts before that anchor
@@ -136,7 +146,7 @@ class Emitter:
             maker.base = (self.anchor.name or self.anchor.op_type) if self.anchor else "output"
             cached = maker.constant(array)
             if first is not None:
-                self.owner.constants[key] = cached
+                self.owner.caches.constants[key] = cached
         return cached
 
     def identity(self, x: ir.Value, *, shape: ir.Shape | None = None) -> ir.Value:
@@ -153,7 +163,7 @@ class Emitter:
 
     def unsqueeze(self, x: ir.Value, axis: int) -> ir.Value:
         # Unsqueeze(Squeeze(y, a), a) == y: undo a Squeeze seqpasses made itself.
-        source = self.owner.squeezed.get(x)
+        source = self.owner.caches.squeezed.get(x)
         if source is not None and source[1] == axis:
             return source[0]
         out = self._axis_op("Unsqueeze", x, axis)
@@ -169,7 +179,7 @@ class Emitter:
         dims = shape_dims(x)
         if dims is not None and 0 <= axis < len(dims):
             out.shape = ir.Shape(dims[:axis] + dims[axis + 1 :])
-        self.owner.squeezed[out] = (x, axis)
+        self.owner.caches.squeezed[out] = (x, axis)
         return out
 
     def concat(
@@ -186,7 +196,7 @@ class Emitter:
         split = inputs[0].producer()
         if (
             split is not None
-            and self.owner.split_axis.get(split) == axis
+            and self.owner.caches.split_axis.get(split) == axis
             and tuple(inputs) == tuple(split.outputs)
             and split.inputs[0] is not None
         ):
@@ -202,7 +212,7 @@ class Emitter:
             node = self._add("Split", [x], {"axis": axis, "split": list(sizes)}, len(sizes))
         else:
             node = self._add("Split", [x, self.int64s(sizes)], {"axis": axis}, len(sizes))
-        self.owner.split_axis[node] = axis
+        self.owner.caches.split_axis[node] = axis
         dims = shape_dims(x)
         for out, size in zip(node.outputs, sizes, strict=True):
             out.type = x.type

@@ -91,7 +91,7 @@ class FoldSequencesPass(ir.passes.InPlacePass):
         RepairShapesPass(walk.walker)(model)
         dead = RemoveDeadNodesPass(edits.protected(model))
         dead(model)
-        walk.walker.edits.drop_unused()
+        walk.walker.edits.recorder.drop_unused()
         created = walk.walker.edits.created
         narrow_splits(created, main_opset(model))
         anchor_checks(edits.check_nodes)
@@ -100,8 +100,10 @@ class FoldSequencesPass(ir.passes.InPlacePass):
             # enclosing graph; ONNX wants names unique across nested scopes.
             unique_value_names(model)
             constants_to_initializers(model, created)
-        if walk.walker.edits.unverified or walk.walker.edits.diverged:
-            repair_declarations(model, walk.walker.edits.note)
+        if walk.walker.edits.recorder.unverified or walk.walker.edits.recorder.diverged:
+            repair_declarations(model, walk.walker.edits.recorder.note)
         RecordLeftPass(walk.walker, report)(model)
         # (nodes seqpasses made and dropped again in this run are no change)
-        return walk.walker.edits.rewrote or any(node not in created for node in dead.removed)
+        return walk.walker.edits.recorder.rewrote or any(
+            node not in created for node in dead.removed
+        )

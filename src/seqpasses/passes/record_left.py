@@ -35,7 +35,7 @@ class RecordLeftPass(ir.passes.InPlacePass):
                     node.op_type,
                     facts.paths.get(node, ""),
                     str(reason),
-                    self.walker.edits.source(node),
+                    self.walker.edits.recorder.source(node),
                     reason.kind,
                     node.metadata_props.get(ORIGIN, ""),
                 )

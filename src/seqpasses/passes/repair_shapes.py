@@ -42,7 +42,7 @@ class RepairShapesPass(ir.passes.InPlacePass):
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         facts, ctx, edits = self.walker.facts, self.walker.ctx, self.walker.edits
-        work = list(edits.diverged)  # a node is inferred again each time an input changes
+        work = list(edits.recorder.diverged)  # a node is inferred again each time an input changes
         modified = False
         while work:
             value = work.pop()
@@ -63,7 +63,7 @@ class RepairShapesPass(ir.passes.InPlacePass):
                     ):
                         continue
                     if out.shape is not None:
-                        edits.note(
+                        edits.recorder.note(
                             f"'{out.name}': declared shape {shape_text(out.shape)} contradicts "
                             f"what the rewritten graph computes; {shape_text(shape)} is declared"
                         )
@@ -97,13 +97,13 @@ class RepairShapesPass(ir.passes.InPlacePass):
                 continue
             if shape is None and out.is_graph_output():
                 # a graph output must declare a shape, and none fits every case: left as is
-                self.walker.edits.note(
+                self.walker.edits.recorder.note(
                     f"'{out.name}': declared shape {shape_text(out.shape)} may not hold after "
                     "the rewrite (its rank differs between iterations or branches)"
                 )
                 continue
             computed = "computed " + shape_text(shape) if shape is not None else "no shape"
-            self.walker.edits.note(
+            self.walker.edits.recorder.note(
                 f"'{out.name}': declared shape {shape_text(out.shape)} contradicts what the "
                 f"rewritten graph computes; {computed} is declared"
             )

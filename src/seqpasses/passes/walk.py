@@ -34,4 +34,4 @@ class WalkPass(ir.passes.InPlacePass):
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         self.walker.run_model(model, main_opset(model))
-        return ir.passes.PassResult(model, modified=self.walker.edits.rewrote)
+        return ir.passes.PassResult(model, modified=self.walker.edits.recorder.rewrote)

@@ -236,7 +236,7 @@ def _if(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
     branch = attr.as_graph()
     if len(branch.outputs) != len(node.outputs):
         return Leave()
-    over = ctx.budget.spend(*cost_of(branch), f"inlining the {taken}")
+    over = ctx.budget.afford(*cost_of(branch), f"inlining the {taken}")
     if over is not None:
         return Leave(reason=over)
 
@@ -253,7 +253,9 @@ def _if(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
         )
 
     # (the copy goes in and is walked at once: what it computes folds like straight-line code)
-    return Outcome(inline=Inline(branch, 1, lambda i, previous: {}), then=inlined)
+    return Outcome(
+        inline=Inline(branch, 1, lambda i, previous: {}), then=inlined, charge=cost_of(branch)
+    )
 
 
 def _is_sequence(ctx: Context, value: ir.Value) -> bool:
@@ -295,7 +297,7 @@ def _sequence_map(ctx: Context, node: ir.Node, scope: Scope) -> Proposal:
         return Leave(reason=Reason("run-time-failure", reason))
     length = lengths.pop()
     nodes, size = cost_of(body)
-    over = ctx.budget.spend(length * nodes, length * size, f"{length} copies of the body")
+    over = ctx.budget.afford(length * nodes, length * size, f"{length} copies of the body")
     if over is not None:
         return Leave(reason=over)
 
@@ -324,7 +326,8 @@ def _sequence_map(ctx: Context, node: ir.Node, scope: Scope) -> Proposal:
         record = Record("sequence-map-inline", f"{length} copies of the body")
         return Fold(values=values, records=[record])
 
-    attempt = Outcome(inline=Inline(body, length, bind), then=inlined)
+    charge = (length * nodes, length * size)
+    attempt = Outcome(inline=Inline(body, length, bind), then=inlined, charge=charge)
     return Trial(attempt=attempt, otherwise=lambda why: Leave(reason=why))
 
 

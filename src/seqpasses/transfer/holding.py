@@ -129,7 +129,7 @@ def stack(ctx: Context, emit: Emitter, seq: StaticSequence) -> ir.Value:
     """A static list of elements of one shape as one tensor ``[n, *E]``: its elements
     unsqueezed and concatenated (built once per graph)."""
     key = (id(emit.graph), seq.elements)
-    cached = emit.owner.stacks.get(key)
+    cached = emit.owner.caches.stacks.get(key)
     if cached is not None:
         return cached
     made: dict[ir.Value, ir.Value] = {}  # an element listed twice is unsqueezed once
@@ -138,7 +138,7 @@ def stack(ctx: Context, emit: Emitter, seq: StaticSequence) -> ir.Value:
             made[e] = emit.unsqueeze(ctx.edits.current(e), 0)
     parts = [made[e] for e in seq.elements]
     value = parts[0] if len(parts) == 1 else emit.concat(parts, 0)
-    emit.owner.stacks[key] = value
+    emit.owner.caches.stacks[key] = value
     return value
 
 

@@ -66,7 +66,7 @@ def map_stacked(
     if any(not same_dim(st.length, first.length) for st in held.values()):
         text = "sequence inputs of lengths not provably equal (the map fails when they differ)"
         return _fail(Reason("unknown-shape", text))
-    over = ctx.budget.spend(*cost_of(body), "a Loop over the list")
+    over = ctx.budget.afford(*cost_of(body), "a Loop over the list")
     if over is not None:
         return _fail(over)
     copy, form, loop = _as_loop(ctx, node, scope, body, held)
@@ -81,6 +81,7 @@ def map_stacked(
         add=[(loop, node)],
         walk=[(copy, loop, "body")],
         then=walked,
+        charge=cost_of(body),
     )
     return Trial(attempt=attempt, otherwise=lambda why: Leave(reason=why), drop=[copy])
 

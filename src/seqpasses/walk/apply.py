@@ -75,13 +75,27 @@ def place(edits: Edits, tape: Tape) -> None:
         tape.checks.clear()
     if tape.diverged:
         for text in tape.notes:
-            edits.note(text)
-        edits.diverged.extend(tape.diverged)
+            edits.recorder.note(text)
+        edits.recorder.diverged.extend(tape.diverged)
         tape.notes.clear()
         tape.diverged.clear()
 
 
 _NOTHING = Made()  # (what a plain write made: nothing a next step asks about)
+
+
+def _reads_tape(outcome: Outcome, tape: Tape) -> bool:
+    """Whether ``outcome`` names a value the tape's nodes make (else they can go unplaced)."""
+    made = {out for _, _, node in tape.entries for out in node.outputs}
+    named: list[ir.Value] = [*outcome.declare, *outcome.values]
+    for known in outcome.values.values():
+        named.extend(getattr(known, "elements", ()))
+        tensor = getattr(known, "tensor", None)
+        if tensor is not None:
+            named.append(tensor)
+    for use in outcome.uses:
+        named.extend(use[:2])
+    return any(value in made for value in named)
 
 
 def _plain(outcome: Outcome) -> bool:
@@ -103,6 +117,7 @@ def _plain(outcome: Outcome) -> bool:
         or outcome.refused
         or outcome.noted
         or outcome.unrolling is not None
+        or outcome.charge is not None
         or outcome.proven
         or outcome.diverged
         or outcome.notes
@@ -142,13 +157,22 @@ class Applier:
             return self._chain(proposal, node, scope, tape, trial)
         edits = self.edits
         mark = edits.checkpoint(tape.start)
+        undo = self.facts.undo
+        undo.depth += 1  # (what the walk learns from here on can be undone)
         try:
-            return self._chain(proposal.attempt, node, scope, tape, mark)
+            handled = self._chain(proposal.attempt, node, scope, tape, mark)
         except _Failed as failed:
             reason = failed.reason
-        for graph in proposal.drop:
-            edits.discard(graph)
-        edits.rollback(mark)
+            for graph in proposal.drop:
+                edits.discard(graph)
+            edits.rollback(mark)
+            undo.close()
+        except BaseException:
+            undo.close()
+            raise
+        else:
+            undo.close()
+            return handled
         fresh = Tape(edits)
         following = self._step(proposal.otherwise, reason, fresh)
         assert not isinstance(following, Reason)
@@ -210,10 +234,17 @@ class Applier:
                 made.left = lambda roots: edits.left_since(trial, roots)
             for copy, graph in outcome.clones:  # (before the tape adds to a copy)
                 edits.record_clone(copy, graph)
+        if isinstance(outcome, Leave) and tape.entries and not _reads_tape(outcome, tape):
+            # (what the transfer built to try, and does not use: dropped, not placed)
+            edits.rollback(edits.checkpoint(tape.start))
+            tape.entries.clear()
+            tape.checks.clear()
         place(edits, tape)
         for value, (type_, shape) in outcome.declare.items():
             value.type, value.shape = type_, shape
         if not plain:
+            if outcome.charge is not None:
+                self.ctx.budget.charge(*outcome.charge)
             self._build(outcome, node, scope, made)
         if outcome.values:
             facts.values.update(outcome.values)
@@ -234,9 +265,9 @@ class Applier:
             self._settle(outcome, node, scope)
         for record in outcome.records:
             if record.computed:
-                edits.computed(record.rule, node, record.detail)
+                edits.recorder.computed(record.rule, node, record.detail)
             else:
-                edits.applied(record.rule, node, record.detail)
+                edits.recorder.applied(record.rule, node, record.detail)
         if isinstance(outcome, Leave) and outcome.reason is not None:
             facts.leave(node, outcome.reason)
         return made
@@ -268,10 +299,10 @@ class Applier:
             edits.set_attribute(target, attr)
         for graph, owner, slot in outcome.walk:
             self.ctx.walk.rewalk(graph, scope, owner, slot)
-        edits.diverged.extend(outcome.diverged)
+        edits.recorder.diverged.extend(outcome.diverged)
         facts.proven.update(outcome.proven)
         for text in outcome.notes:
-            edits.note(text)
+            edits.recorder.note(text)
         for loop, attempt, text in outcome.refused:
             facts.loop_refused(loop, attempt, text)
         for left, text in outcome.noted:

@@ -20,14 +20,15 @@ from typing import Any
 import onnx_ir as ir
 
 from seqpasses.core.dims import contradicts, fill_shape, shape_text
-from seqpasses.core.emit import Emitter
-from seqpasses.core.graph import graph_nodes, nested_nodes, node_name, subgraphs
-from seqpasses.report import Report, Rewrite
+from seqpasses.core.emit import Emitter, EmitterCaches
+from seqpasses.core.graph import graph_nodes, subgraphs
+from seqpasses.report import Report
 from seqpasses.walk import trial
 from seqpasses.walk.facts import Facts
 from seqpasses.walk.keep import KeepMixin
 from seqpasses.walk.materialize import MaterializeMixin
 from seqpasses.walk.outcomes import OutcomesMixin
+from seqpasses.walk.recorder import Recorder
 from seqpasses.walk.scope import Scope
 from seqpasses.walk.trial import Checkpoint, CreatedNodes, Journal
 
@@ -50,37 +51,29 @@ class Edits(KeepMixin, MaterializeMixin, OutcomesMixin):
     ) -> None:
         self.facts = facts
         self.max_split = max_split  # the most rows a list held as one tensor is split into
-        self.report = report
         self.dry = dry
-        self.rewrote = False
         self.created = CreatedNodes()
+        self.recorder = recorder = Recorder(report, facts, self.created)
         # every record a speculative rewrite may add to registers with the journal, which
         # rolls them all back (walk/trial.py)
         self.journal = journal = Journal()
+        journal.state(facts.undo.position, facts.undo.back_to)  # (what the walk learned)
         self.canonical: set[ir.Node] = journal.cache(set())  # made by materialize()
         # initializers moved in by inlining
         self.registered: list[tuple[ir.Graph, str]] = journal.log([], _unregister)
-        self.origin: dict[ir.Node, ir.Node] = {}  # a copy made by inlining -> what it copies
         self.forwarded: dict[ir.Value, ir.Value] = {}  # replaced value -> its replacement
         self.retired: set[ir.Node] = set()  # control-flow nodes a rebuilt one replaced
-        # a declaration was kept that no rewrite proved (see passes/repair_shapes.py)
-        self.unverified = False
         # SplitToSequence write-backs of a type ONNX Runtime has no kernel for (a speculative
         # rewrite that made one is undone; see ORT_SPLIT_TO_SEQUENCE_TYPES)
         self.unloadable: list[ir.Node] = journal.cache([])
-        # values whose shape departs from what the spec (and so an exporter's declared shapes
-        # downstream) says: SplitToSequence chunks squeezed as ONNX Runtime and PyTorch do
-        self.diverged: list[ir.Value] = journal.log([])
+        journal.log(recorder.diverged)
         journal.log(report.rewrites)
         journal.log(report.notes)
-        self.pending: list[tuple[Rewrite, ir.Node, bool]] = []  # computed(), written_back()
-        # caches the Emitter keeps here (its Owner): shared constants, undoable squeezes
-        self.constants: dict[tuple[int, str, tuple[int, ...]], ir.Value] = journal.cache({})
-        self.squeezed: dict[ir.Value, tuple[ir.Value, int]] = journal.cache({})
-        self.split_axis: dict[ir.Node, int] = journal.cache({})
+        # what emitters share (this is their Owner outside a visit; a visit's tape shares it)
+        self.caches = EmitterCaches(
+            journal.cache({}), journal.cache({}), journal.cache({}), journal.cache({})
+        )
         self.materialized: dict[tuple[int, tuple[ir.Value, ...], Any], ir.Value] = journal.cache({})
-        # static lists as [n, *E]
-        self.stacks: dict[tuple[int, tuple[ir.Value, ...]], ir.Value] = journal.cache({})
         self.counter = 0
         # nodes that must stay even when nothing reads them: the checks rewrites emit (a
         # normalized run-time position, a Split of run-time sizes, a guard against an empty
@@ -110,44 +103,6 @@ class Edits(KeepMixin, MaterializeMixin, OutcomesMixin):
         self.counter += 1
         return f"{base}/{op_type}_{self.counter}"
 
-    def applied(self, rule: str, node: ir.Node, detail: str = "") -> bool:
-        """Record a rewrite (``rule``: a registered rewrite id); True, for the transfer."""
-        self.rewrote = True
-        self.report.rewrites.append(
-            Rewrite(rule, node_name(node), node.op_type, self.facts.paths.get(node, ""), detail)
-        )
-        return True
-
-    def computed(self, rule: str, node: ir.Node, detail: str = "") -> bool:
-        """Record a rewrite whose effect depends on what reads ``node``'s result: a list held
-        as one tensor takes effect when its readers are rewritten (``node`` then dies). It
-        counts only if ``node`` is gone after dead-code removal (:meth:`drop_unused`)."""
-        path = self.facts.paths.get(node, "")
-        rewrite = Rewrite(rule, node_name(node), node.op_type, path, detail)
-        self.report.rewrites.append(rewrite)
-        self.pending.append((rewrite, node, False))
-        return True
-
-    def written_back(self, made: ir.Node, rewrite: Rewrite) -> None:
-        """Record ``rewrite``, made by writing ``made``: it counts only if ``made`` is still in
-        the graph after dead-code removal (a later rewrite may have made it unneeded)."""
-        self.rewrote = True
-        self.report.rewrites.append(rewrite)
-        self.pending.append((rewrite, made, True))
-
-    def drop_unused(self) -> None:
-        """Forget the recorded rewrites that did not take effect: a node whose new form nothing
-        read is still there, or a node written for a reader is gone."""
-        void = {id(r) for r, node, made in self.pending if (node.graph is not None) != made}
-        if void:
-            self.report.rewrites[:] = [r for r in self.report.rewrites if id(r) not in void]
-        self.pending.clear()
-
-    def applied_output(self, rule: str, value: ir.Value, scope: Scope, detail: str) -> None:
-        """Record a rewrite of a value rather than a node (a graph output written back)."""
-        self.rewrote = True
-        self.report.rewrites.append(Rewrite(rule, value.name or "", "output", scope.path, detail))
-
     def record_clone(self, copy: ir.Graph, graph: ir.Graph) -> None:
         """``copy`` is a clone of ``graph`` (a body a Loop gets instead of its own): each of
         its nodes stands for the one it copies, as to what must stay (:meth:`holds_failure`)."""
@@ -162,33 +117,15 @@ class Edits(KeepMixin, MaterializeMixin, OutcomesMixin):
             self.check_nodes[producer] = None
         return value
 
-    def note(self, text: str) -> None:
-        self.report.notes.append(text)
-
     def diverges(self, value: ir.Value, note: str) -> None:
         """``value``'s shape follows ONNX Runtime, not the spec (an emitter's owner)."""
-        self.note(note)
-        self.diverged.append(value)
-
-    def record_copy(self, copy: ir.Node, original: ir.Node) -> None:
-        """``copy`` (and its subgraphs' nodes) copies ``original``: the report says so."""
-        self.origin[copy] = original
-        for inner, source in zip(nested_nodes(copy), nested_nodes(original), strict=True):
-            self.origin[inner] = source
+        self.recorder.note(note)
+        self.recorder.diverged.append(value)
 
     def register_initializer(self, graph: ir.Graph, value: ir.Value) -> None:
         graph.register_initializer(value)
         assert value.name is not None
         self.registered.append((graph, value.name))
-
-    def source(self, node: ir.Node) -> str:
-        """Where a node comes from, for the report (see :class:`~seqpasses.report.Rewrite`)."""
-        original = self.origin.get(node)
-        if original is not None:
-            while original in self.origin:
-                original = self.origin[original]
-            return f"copy of {node_name(original) or original.op_type}"
-        return "added" if node in self.created else ""
 
     # -- replacing -----------------------------------------------------------------------
 
@@ -210,7 +147,7 @@ class Edits(KeepMixin, MaterializeMixin, OutcomesMixin):
             for index in slots:
                 self.take_output_slot(scope, index, old, target, name)
         if contradicts(old.shape, new.shape):  # what reads it was declared for the old shape
-            self.diverged.append(new)
+            self.recorder.diverged.append(new)
         old.replace_all_uses_with(new)
         self.forwarded[old] = new
 
@@ -265,11 +202,13 @@ class Edits(KeepMixin, MaterializeMixin, OutcomesMixin):
         if old.type is not None:
             new.type = old.type
         if old.shape is not None and (new.shape is None or not _proven(new.shape)):
-            self.unverified = True  # (the declared dims that fill the unknown ones are a guess)
+            self.recorder.unverified = (
+                True  # (the declared dims that fill the unknown ones are a guess)
+            )
         if contradicts(old.shape, new.shape):
             # The exporter declared a shape the output never has (seen in TorchScript
             # exports); keeping it would make the rewritten graph fail ONNX's checker.
-            self.note(
+            self.recorder.note(
                 f"output '{name}': declared shape {shape_text(old.shape)} contradicts the "
                 f"computed {shape_text(new.shape)}; the computed one is declared"
             )
@@ -300,7 +239,7 @@ class Edits(KeepMixin, MaterializeMixin, OutcomesMixin):
     def checkpoint(self, since: int) -> Checkpoint:
         """Where the records stood when the walk had made ``since`` nodes (a transfer's tape
         began there: nothing was recorded since)."""
-        return trial.checkpoint(since, self.journal, self.rewrote)
+        return trial.checkpoint(since, self.journal, self.recorder.rewrote)
 
     def left_since(self, mark: Checkpoint, roots: Iterable[ir.Value]) -> list[ir.Node]:
         return trial.left_since(
@@ -313,7 +252,7 @@ class Edits(KeepMixin, MaterializeMixin, OutcomesMixin):
 
     def rollback(self, mark: Checkpoint) -> None:
         trial.rollback(self.created, self.journal, mark)
-        self.rewrote = mark.rewrote
+        self.recorder.rewrote = mark.rewrote
 
 
 def _unregister(entry: tuple[ir.Graph, str]) -> None:

@@ -22,6 +22,7 @@ from seqpasses.core.sequence import (
     StaticSequence,
     Unknown,
 )
+from seqpasses.walk.trial import Undo, UndoableDict, UndoableSet
 
 __all__ = ["REASON_KINDS", "Facts", "Reason"]
 
@@ -30,13 +31,17 @@ class Facts:
     """Abstract values, folded integers, optionals, reasons, and where each graph sits."""
 
     def __init__(self, main_opset: int = 0) -> None:
-        self.values: dict[ir.Value, StaticSequence | StackedSequence | Unknown] = {}
-        self.ints: dict[ir.Value, int] = {}
-        self.optionals: dict[ir.Value, ir.Value | None] = {}  # Optional(x) -> x (None: empty)
-        self.reasons: dict[ir.Node, Reason] = {}
-        self.loop_reasons: dict[ir.Node, list[LoopReason]] = {}  # why a Loop's list stays
-        self.proven: set[ir.Value] = set()  # shapes seqpasses proved (scan outputs it made)
-        self.unrolling: set[ir.Node] = set()  # Loops that will be unrolled (walk their body so)
+        # what a trial may change is logged while one is open, and undone with it
+        self.undo = undo = Undo()
+        self.values: dict[ir.Value, StaticSequence | StackedSequence | Unknown] = UndoableDict(undo)
+        self.ints: dict[ir.Value, int] = UndoableDict(undo)
+        # Optional(x) -> x (None: empty)
+        self.optionals: dict[ir.Value, ir.Value | None] = UndoableDict(undo)
+        self.reasons: dict[ir.Node, Reason] = UndoableDict(undo)
+        # why a Loop's list stays
+        self.loop_reasons: dict[ir.Node, tuple[LoopReason, ...]] = UndoableDict(undo)
+        self.proven: set[ir.Value] = UndoableSet(undo)  # shapes proved (scan outputs made)
+        self.unrolling: set[ir.Node] = UndoableSet(undo)  # Loops to unroll (walk their body so)
         self.paths: dict[ir.Node, str] = {}
         self.owners: dict[int, tuple[ir.Node, str]] = {}  # id(subgraph) -> (node, attribute)
         self.functions: dict[int, str] = {}  # id(function graph) -> the function's name
@@ -139,7 +144,7 @@ class Facts:
 
     def loop_refused(self, node: ir.Node, attempt: str, text: str) -> None:
         """Record why ``attempt`` (a key of ``LOOP_ATTEMPTS``) left Loop ``node``'s list."""
-        self.loop_reasons.setdefault(node, []).append(LoopReason(attempt, text))
+        self.loop_reasons[node] = (*self.loop_reasons.get(node, ()), LoopReason(attempt, text))
 
     def produced_by(self, node: ir.Node, otherwise: str) -> str:
         """Why a sequence ``node`` makes is unknown: its loop's reasons, when it is a Loop."""

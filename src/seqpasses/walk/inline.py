@@ -59,7 +59,7 @@ def inline_graph(
     nodes = list(copy)
     copy.remove(nodes)
     for new, node in zip(nodes, body, strict=True):
-        edits.record_copy(new, node)
+        edits.recorder.record_copy(new, node)
         new.name = edits.next_name(base, node.name or node.op_type)
         for out in new.outputs:
             out.name = None

@@ -15,6 +15,7 @@ from seqpasses.core.graph import GRAPH_HOLDERS, functions_holding, graphs, is_de
 from seqpasses.core.ops import SEQUENCE_OPS
 from seqpasses.core.sequence import FAILING_KINDS
 from seqpasses.walk.facts import Facts
+from seqpasses.walk.recorder import Recorder
 from seqpasses.walk.trial import CreatedNodes
 
 __all__ = ["KeepMixin"]
@@ -26,7 +27,7 @@ class KeepMixin:
 
     facts: Facts
     created: CreatedNodes
-    origin: dict[ir.Node, ir.Node]
+    recorder: Recorder
     cloned: dict[ir.Node, ir.Node]
     forwarded: dict[ir.Value, ir.Value]
     check_nodes: dict[ir.Node, None]
@@ -35,7 +36,7 @@ class KeepMixin:
 
     def _source(self, node: ir.Node) -> ir.Node | None:
         """The node ``node`` copies (inlined, unrolled or cloned), if any."""
-        found = self.origin.get(node)
+        found = self.recorder.origin.get(node)
         return found if found is not None else self.cloned.get(node)
 
     def holds_failure(self, node: ir.Node, settled: bool = True) -> bool:
@@ -48,7 +49,7 @@ class KeepMixin:
         a node already replaced when it was copied (an unrolled body still holding it)."""
         if (  # (most nodes: no copy, no check, not left, not dead; asked of every node)
             node not in self.facts.reasons
-            and node not in self.origin
+            and node not in self.recorder.origin
             and node not in self.cloned
             and node not in self.check_nodes
             and node not in self.dead_in_input
@@ -80,7 +81,7 @@ class KeepMixin:
                     candidates.add(node)
                 for _, inner in subgraphs(node):
                     holders[id(inner)] = node
-        for node in (*self.dead_in_input, *self.origin, *self.cloned):
+        for node in (*self.dead_in_input, *self.recorder.origin, *self.cloned):
             if not self._replaced(node) or not self._was_dead(node) or self._stale(node):
                 continue
             for out in node.outputs:

@@ -11,12 +11,13 @@ from typing import Any
 
 import onnx_ir as ir
 
-from seqpasses.core.emit import Emitter
+from seqpasses.core.emit import Emitter, EmitterCaches
 from seqpasses.core.graph import is_default, node_name, subgraphs
 from seqpasses.core.ops import ORT_SPLIT_TO_SEQUENCE_TYPES, SEQUENCE_OPS
 from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
 from seqpasses.report import Rewrite
 from seqpasses.walk.facts import Facts, Reason
+from seqpasses.walk.recorder import Recorder
 from seqpasses.walk.scope import Scope
 from seqpasses.walk.trial import CreatedNodes
 
@@ -30,27 +31,21 @@ class MaterializeMixin:
     facts: Facts
     dry: bool
     max_split: int
-    unverified: bool
+    recorder: Recorder
     created: CreatedNodes
     forwarded: dict[ir.Value, ir.Value]
     retired: set[ir.Node]
     canonical: set[ir.Node]
     unloadable: list[ir.Node]
     materialized: dict[tuple[int, tuple[ir.Value, ...], Any], ir.Value]
-    stacks: dict[tuple[int, tuple[ir.Value, ...]], ir.Value]
     # what the Emitter's Owner holds (core/emit.py)
-    constants: dict[tuple[int, str, tuple[int, ...]], ir.Value]
-    squeezed: dict[ir.Value, tuple[ir.Value, int]]
-    split_axis: dict[ir.Node, int]
+    caches: EmitterCaches
     next_name: Callable[[str, str], str]
     place: Callable[[ir.Graph | ir.Function, ir.Node | None, ir.Node], None]
     check: Callable[[ir.Value], ir.Value]
     diverges: Callable[[ir.Value, str], None]
     current: Callable[[ir.Value], ir.Value]
     emitter: Callable[[Scope, ir.Node | None], Emitter]
-    applied: Callable[[str, ir.Node, str], bool]
-    written_back: Callable[[ir.Node, Rewrite], None]
-    applied_output: Callable[[str, ir.Value, Scope, str], None]
     take_output_slot: Callable[[Scope, int, ir.Value, ir.Value], None]
 
     def is_canonical(self, value: ir.Value, seq: StaticSequence | StackedSequence) -> bool:
@@ -276,19 +271,19 @@ class MaterializeMixin:
                 continue
             node.replace_input_with(index, written)
             if subgraphs(node):  # a body's declared inputs may be guesses the list belies
-                self.unverified = True
+                self.recorder.unverified = True
             if stacked is None:
                 rule, detail = "canonical-sequence-input", f"input {index} as SequenceConstruct"
             else:
                 rule, detail = "stacked-as-sequence", f"input {index} as SplitToSequence of [n, *E]"
             if stacked is None and not speculative:
-                self.applied(rule, node, detail)
+                self.recorder.applied(rule, node, detail)
             else:  # counted only if the node stays (written_back)
                 maker = written.producer()
                 assert maker is not None
                 path = self.facts.paths.get(node, "")
                 rewrite = Rewrite(rule, node_name(node), node.op_type, path, detail)
-                self.written_back(maker, rewrite)
+                self.recorder.written_back(maker, rewrite)
 
     def canonicalize_outputs(self, scope: Scope) -> None:
         """A graph output that is a static sequence: one canonical SequenceConstruct."""
@@ -307,7 +302,7 @@ class MaterializeMixin:
                 rewrite = Rewrite(
                     "stacked-as-sequence", out.name or "", "output", scope.path, detail
                 )
-                self.written_back(maker, rewrite)
+                self.recorder.written_back(maker, rewrite)
                 continue
             seq = self.facts.static(out)
             if seq is None or self.is_canonical(out, seq) or (not seq.elements and not seq.dtype):
@@ -318,7 +313,9 @@ class MaterializeMixin:
             else:
                 value = self.materialize(seq, scope, None, out)
             self.take_output_slot(scope, index, out, value)
-            self.applied_output("canonical-sequence-output", out, scope, f"{len(seq)} elements")
+            self.recorder.applied_output(
+                "canonical-sequence-output", out, scope, f"{len(seq)} elements"
+            )
 
 
 def unstacked(emit: Emitter, st: StackedSequence) -> StaticSequence:

@@ -135,6 +135,9 @@ class Outcome:
     (a later decision added to a left node's reason), ``unrolling`` (whether the node, a
     Loop, will be unrolled; None: as it was).
 
+    ``charge``: the nodes and bytes of constants the outcome adds, taken from the run's budget
+    as it is written (given back when a trial it is part of is undone).
+
     ``then``: what comes next, once this is written (a function of the transfer's, given
     what the applier made: a rebuilt node, the copies' outputs): the step after a rebuild.
     """
@@ -162,6 +165,7 @@ class Outcome:
     refused: Sequence[tuple[ir.Node, str, str]] = ()
     noted: Sequence[tuple[ir.Node, str]] = ()
     unrolling: bool | None = None
+    charge: tuple[int, int] | None = None
     then: Callable[[Made], Proposal | Reason] | None = None
 
     @property

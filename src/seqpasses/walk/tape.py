@@ -38,11 +38,7 @@ class Tape:
         self.checks: list[ir.Value] = []
         self.notes: list[str] = []  # what the helpers that built the nodes noted
         self.diverged: list[ir.Value] = []
-        # the caches emitters share (an Emitter's Owner)
-        self.constants = edits.constants
-        self.squeezed = edits.squeezed
-        self.split_axis = edits.split_axis
-        self.stacks = edits.stacks
+        self.caches = edits.caches  # (what emitters share: an Emitter's Owner)
 
     def next_name(self, base: str, op_type: str) -> str:
         return self.edits.next_name(base, op_type)

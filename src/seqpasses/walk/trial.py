@@ -1,6 +1,8 @@
 """Speculative rewrites (an unrolling, an inlined SequenceMap, a loop carried as one tensor):
 where the records stood (a :class:`Checkpoint` over the nodes a walk created, in order), which
-sequence ops the nodes created since then leave alive, and undoing them all."""
+sequence ops the nodes created since then leave alive, and undoing them all: the nodes, every
+record and cache that names them, what the walk learned meanwhile (its facts' writes, logged
+by :class:`Undo`) and what the budget was charged."""
 
 from __future__ import annotations
 
@@ -17,6 +19,9 @@ __all__ = [
     "Checkpoint",
     "CreatedNodes",
     "Journal",
+    "Undo",
+    "UndoableDict",
+    "UndoableSet",
     "checkpoint",
     "left_since",
     "live_nodes",
@@ -67,6 +72,107 @@ class Checkpoint:
     created: int
     logs: tuple[int, ...]
     rewrote: bool
+    states: tuple[Any, ...] = ()
+
+
+_MISSING = object()
+
+
+class Undo:
+    """The writes made to the walk's facts while a speculative rewrite may yet be undone
+    (``depth``: how many are open), each with what it replaced: :meth:`back_to` a position
+    restores them. Outside every trial nothing is logged."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[Any, Any, Any]] = []  # (container, key, previous)
+        self.depth = 0
+
+    def position(self) -> int:
+        return len(self.entries)
+
+    def back_to(self, position: int) -> None:
+        entries = self.entries
+        while len(entries) > position:
+            container, key, previous = entries.pop()
+            if isinstance(container, dict):
+                if previous is _MISSING:
+                    dict.pop(container, key, None)
+                else:
+                    dict.__setitem__(container, key, previous)
+            elif previous:  # (a set: whether the item was in it)
+                set.add(container, key)
+            else:
+                set.discard(container, key)
+
+    def close(self) -> None:
+        """A trial is done (kept or undone): with none open, the log is emptied."""
+        self.depth -= 1
+        if not self.depth:
+            self.entries.clear()
+
+
+class UndoableDict(dict[Any, Any]):
+    """A dict whose writes :class:`Undo` logs while a trial is open."""
+
+    __slots__ = ("undo",)
+
+    def __init__(self, undo: Undo) -> None:
+        super().__init__()
+        self.undo = undo
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if self.undo.depth:
+            self.undo.entries.append((self, key, self.get(key, _MISSING)))
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        if self.undo.depth and key in self:
+            self.undo.entries.append((self, key, self[key]))
+        super().__delitem__(key)
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        if self.undo.depth and key in self:
+            self.undo.entries.append((self, key, self[key]))
+        return super().pop(key, *default)
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def update(self, *others: Any, **more: Any) -> None:
+        if not self.undo.depth:
+            super().update(*others, **more)
+            return
+        for other in (*others, more):
+            items = other.items() if hasattr(other, "items") else other
+            for key, value in items:
+                self[key] = value
+
+
+class UndoableSet(set[Any]):
+    """A set whose writes :class:`Undo` logs while a trial is open."""
+
+    __slots__ = ("undo",)
+
+    def __init__(self, undo: Undo) -> None:
+        super().__init__()
+        self.undo = undo
+
+    def add(self, item: Any) -> None:
+        if self.undo.depth and item not in self:
+            self.undo.entries.append((self, item, False))
+        super().add(item)
+
+    def discard(self, item: Any) -> None:
+        if self.undo.depth and item in self:
+            self.undo.entries.append((self, item, True))
+        super().discard(item)
+
+    def update(self, *others: Any) -> None:
+        for other in others:
+            for item in other:
+                self.add(item)
 
 
 Cache = dict[Any, Any] | set[Any] | list[Any]
@@ -90,6 +196,19 @@ class Journal:
     def __init__(self) -> None:
         self._logs: list[tuple[list[Any], Callable[[Any], None] | None]] = []
         self._caches: list[Cache] = []
+        self._states: list[tuple[Callable[[], Any], Callable[[Any], None]]] = []
+
+    def state(self, get: Callable[[], Any], put: Callable[[Any], None]) -> None:
+        """Register a state a checkpoint notes (``get()``) and a rollback restores
+        (``put(noted)``): what the budget has spent, where the facts' undo log stood."""
+        self._states.append((get, put))
+
+    def states(self) -> tuple[Any, ...]:
+        return tuple(get() for get, _ in self._states)
+
+    def restore(self, states: tuple[Any, ...]) -> None:
+        for (_, put), noted in zip(self._states, states, strict=True):
+            put(noted)
 
     def log(self, records: list[T], undo: Callable[[T], None] | None = None) -> list[T]:
         """Register an append-only list of records; returns it."""
@@ -159,7 +278,7 @@ def live_nodes(window: list[ir.Node], roots: Iterable[ir.Value]) -> list[ir.Node
 def checkpoint(made: int, journal: Journal, rewrote: bool) -> Checkpoint:
     """Where the records stand now, but that the walk had made only its first ``made``
     nodes (those made since changed no record: a transfer's tape)."""
-    return Checkpoint(made, journal.lengths(), rewrote)
+    return Checkpoint(made, journal.lengths(), rewrote, journal.states())
 
 
 def left_since(
@@ -196,3 +315,4 @@ def rollback(created: CreatedNodes, journal: Journal, mark: Checkpoint) -> None:
         drop_subgraphs(node)
     detach(dropped)
     journal.undo(mark.logs, set(dropped))
+    journal.restore(mark.states)

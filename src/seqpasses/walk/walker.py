@@ -40,6 +40,10 @@ class Walker:
         self.edits = Edits(self.facts, report, dry, options.max_split)
         self.ctx = Context(options, self.facts, self.edits, self)
         self.applier = Applier(self.ctx, self.edits)
+        # (what the budget was charged: given back when a trial is undone)
+        self.edits.journal.state(
+            lambda: self.ctx.budget.state(), lambda spent: self.ctx.budget.restore(spent)
+        )
         self.functions: dict[ir.OperatorIdentifier, ir.Function] = {}
 
     def run_model(self, model: ir.Model, opset: int) -> None:

@@ -247,7 +247,7 @@ def carry_stacked(
         # the body edits no list, and a list out is a graph output: it would only be written
         # back by a SplitToSequence, one sequence op more
         return refuse("nothing to gain: the body edits no list and the list is a graph output")
-    over = ctx.budget.spend(*cost_of(body), "carrying the list as one tensor")
+    over = ctx.budget.afford(*cost_of(body), "carrying the list as one tensor")
     if over is not None:
         return refuse(str(over))
     copy = body.clone(allow_outer_scope_values=True)
@@ -291,6 +291,7 @@ def carry_stacked(
         values=values,
         walk=[(copy, node, "body")],
         then=walked,
+        charge=cost_of(body),
     )
     return Trial(attempt=attempt, otherwise=otherwise, drop=[copy])
 

@@ -66,7 +66,7 @@ def blocker(ctx: Context, node: ir.Node, body: ir.Graph, opset: int) -> str:
         return f"trip count {count}: no iteration to unroll"
     if count > ctx.options.max_unroll:
         return f"trip count {count} is above --max-unroll {ctx.options.max_unroll}"
-    over = _over_budget(ctx, body, count, dry=True)
+    over = _over_budget(ctx, body, count)
     if over is not None:
         return str(over)
     cond = node.inputs[1] if len(node.inputs) > 1 else None
@@ -95,11 +95,15 @@ def blocker(ctx: Context, node: ir.Node, body: ir.Graph, opset: int) -> str:
     return ""
 
 
-def _over_budget(ctx: Context, body: ir.Graph, count: int, dry: bool) -> Reason | None:
-    """Why ``count`` copies of ``body`` are more than the run's budget (None: they fit; taken
-    from it unless ``dry``)."""
+def _cost(body: ir.Graph, count: int) -> tuple[int, int]:
+    """What ``count`` copies of ``body`` add: nodes, and bytes of constants."""
     nodes, size = cost_of(body)
-    return ctx.budget.spend(count * (nodes + 1), count * size, f"{count} copies", dry=dry)
+    return count * (nodes + 1), count * size
+
+
+def _over_budget(ctx: Context, body: ir.Graph, count: int) -> Reason | None:
+    """Why ``count`` copies of ``body`` are more than the run's budget (None: they fit)."""
+    return ctx.budget.afford(*_cost(body, count), f"{count} copies")
 
 
 def _kept_lists(ctx: Context, node: ir.Node, carried: list[ir.Value | None]) -> str:
@@ -181,7 +185,7 @@ def unroll(
     assert node.inputs[0] is not None
     count, _ = ctx.const_int(node.inputs[0])
     assert count is not None
-    over = _over_budget(ctx, body, count, dry=False)
+    over = _over_budget(ctx, body, count)
     if over is not None:
         return otherwise(str(over))
     emit = ctx.emitter(scope, node)
@@ -204,7 +208,7 @@ def unroll(
 
     inline = Inline(body, count, bind)
     return Trial(
-        attempt=Outcome(inline=inline, then=folded),
+        attempt=Outcome(inline=inline, then=folded, charge=_cost(body, count)),
         otherwise=lambda why: otherwise(str(why)),
     )
 
