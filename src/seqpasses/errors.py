@@ -9,7 +9,14 @@ them before it loads onnx).
 
 from __future__ import annotations
 
-__all__ = ["BadInputError", "InputWarning", "SelfCheckError", "SeqpassesError", "first_line"]
+__all__ = [
+    "BadInputError",
+    "InputWarning",
+    "SelfCheckError",
+    "SeqpassesError",
+    "first_line",
+    "path_error",
+]
 
 
 class SeqpassesError(Exception):
@@ -38,3 +45,18 @@ def first_line(error: BaseException) -> str:
     """The first line of an error's message (its type's name when it has none)."""
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
+
+
+def path_error(error: BaseException) -> BadInputError | None:
+    """The user's error an :class:`OSError` about a named path is (a name too long, a symlink
+    loop, a folder that is a file, no permission: the path given, not seqpasses, is at fault),
+    or None for any other error."""
+    if not isinstance(error, OSError) or error.filename is None:
+        return None
+    name = error.filename
+    if isinstance(name, bytes):
+        name = name.decode("utf-8", "backslashreplace")
+    name = str(name)
+    if len(name) > 120:
+        name = f"{name[:60]}...{name[-40:]} ({len(name)} characters)"
+    return BadInputError(f"{name}: {error.strerror or first_line(error)}")

@@ -58,6 +58,7 @@ class Loaded:
         """A new onnx_ir model of the input (for a trial on a copy)."""
         model = ir.serde.deserialize_model(self.proto)
         _set_base_dirs(model, self.folder)
+        _unknown_dims(model)
         number_nodes(model)
         return model
 

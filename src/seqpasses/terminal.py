@@ -5,9 +5,9 @@ A model's text (node names, op types, value names, metadata) and a file's name r
 terminal in messages. Such text may hold an escape sequence (which a terminal obeys: a title
 change, a cleared screen, a hyperlink), a carriage return (which overwrites what came before)
 or a newline (which starts a line the model wrote: a fake ``ok``). :func:`say` prints one
-line with every control character in it written as an escape (``\\x1b``, ``\\r``, ``\\n``),
-and bidirectional overrides too; a line is a line. :func:`reconfigure` makes the standard
-streams write what their encoding cannot hold as escapes (``PYTHONIOENCODING=ascii`` and a
+line with every character that is not printable written as an escape (``\\x1b``, ``\\r``,
+``\\n``, ``\\u2028``, ``\\u202e``); a line is a line and shows all it holds. :func:`reconfigure`
+makes the standard streams write what their encoding cannot hold as escapes (``PYTHONIOENCODING=ascii`` and a
 file name with an accent): printing never fails.
 """
 
@@ -20,18 +20,33 @@ from typing import Any, TextIO
 
 __all__ = ["clean", "quiet_libraries", "reconfigure", "say"]
 
-_CONTROLS = [*range(0x00, 0x20), *range(0x7F, 0xA0)]
-_BIDI = [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-_TABLE = {
-    code: _NAMED.get(chr(code), f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-    for code in (*_CONTROLS, *_BIDI)
-}
+
+
+def _escape(char: str) -> str:
+    if char.isprintable():
+        return char
+    code = ord(char)
+    named = _NAMED.get(char)
+    if named is not None:
+        return named
+    return (
+        f"\\x{code:02x}"
+        if code < 0x100
+        else f"\\u{code:04x}"
+        if code < 0x10000
+        else f"\\U{code:08x}"
+    )
 
 
 def clean(text: str) -> str:
-    """``text`` with every control character (and bidirectional override) as an escape."""
-    return text.translate(_TABLE)
+    """``text`` with every character Python does not call printable written as an escape:
+    controls, line and paragraph separators (U+2028, U+2029), format characters (bidirectional
+    overrides, zero-width spaces, the byte-order mark), unpaired surrogates, unassigned code
+    points and spaces other than the ASCII one."""
+    if text.isprintable():
+        return text
+    return "".join(map(_escape, text))
 
 
 def say(*parts: object, file: TextIO | None = None, sep: str = " ") -> None:

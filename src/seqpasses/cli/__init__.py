@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from seqpasses.cli.arguments import options_of
 from seqpasses.cli.commands import EXIT_NOT_VERIFIED, run_command
 from seqpasses.cli.parser import DEFAULT_TIMEOUT_S, build_parser
-from seqpasses.errors import BadInputError, SelfCheckError
+from seqpasses.errors import BadInputError, SelfCheckError, path_error
 from seqpasses.interrupts import came_from_interrupt, exit_code, interrupted
 from seqpasses.terminal import quiet_libraries, reconfigure, say
 
@@ -60,6 +60,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 3
     except Exception as error:  # a fault of seqpasses itself, not of the input
+        bad_path = path_error(error)  # (... or of a path given: a name too long, a loop)
+        if bad_path is not None:
+            say(f"seqpasses: error: {bad_path}", file=sys.stderr)
+            return 2
         if came_from_interrupt(error):  # (numpy, say, turns Ctrl-C in its import into this)
             say(f"seqpasses: {interrupted(KeyboardInterrupt())}", file=sys.stderr)
             return 130

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from seqpasses.cli.job import Job, run_job
-from seqpasses.errors import BadInputError
+from seqpasses.errors import BadInputError, path_error
 from seqpasses.interrupts import Interrupted, ignored, signal_of
 from seqpasses.transaction import Move, Transaction
 
@@ -65,6 +65,9 @@ def _run_one(job: Job, relative: str) -> ModelResult:
     except MemoryError:
         return ModelResult(relative, False, "out of memory", seconds=time.perf_counter() - start)
     except Exception as error:  # one broken model must not stop the batch
+        bad_path = path_error(error)
+        if bad_path is not None:
+            return ModelResult(relative, False, str(bad_path), seconds=time.perf_counter() - start)
         message = f"internal error: {type(error).__name__}: {error}".splitlines()[0]
         return ModelResult(relative, False, message, seconds=time.perf_counter() - start)
     finally:
