@@ -59,11 +59,13 @@ def test_a_clamped_end_is_known_where_it_does_not_hang_on_the_run() -> None:
     assert found["stack"] == [None, 0]
     assert found["ends"] == [None, 1_000_000_000]
     assert found["both"] == [False, False]  # (False and anything)
-    assert found["dims"] == [None, None]
+    assert found["dims"] == [ir.SymbolicDim("A"), ir.SymbolicDim("B")]  # (names, not numbers)
 
 
-def test_a_shape_gives_its_numbers_and_nothing_for_a_symbol() -> None:
+def test_a_shape_gives_its_numbers_its_names_and_nothing_for_an_unnamed_dim() -> None:
     text = ENDS.replace("float[A,B] x", "float[A,7] x")
+    assert _vectors(text)["dims"] == [ir.SymbolicDim("A"), 7]
+    text = ENDS.replace("float[A,B] x", "float[?,7] x")
     assert _vectors(text)["dims"] == [None, 7]
 
 
@@ -152,7 +154,7 @@ def test_slice_dims_from_ends_known_in_part() -> None:
 def test_slice_lengths_are_onnx_s(size: int, step: int, start: int, end: int) -> None:
     # the spec's clamping, as ONNX Runtime runs it; onnx.reference slices as numpy does, which
     # differs stepping back from before the first element (x[-10:-10:-1] of 5: one element)
-    from seqpasses.core.shapes import _slice_length
+    from seqpasses.core.shape_rules import _slice_length
 
     model = onnx.parser.parse_model(
         f"""<ir_version: 8, opset_import: ["" : 15]>

@@ -33,6 +33,7 @@ __all__ = [
     "merge_shapes",
     "same_dim",
     "same_shape",
+    "scale_dim",
     "shape_dims",
     "shape_text",
 ]
@@ -125,6 +126,16 @@ def add_dims(dims: list[Dim]) -> Dim:
             return ir.SymbolicDim(None)
         total.update(terms)
     return _format(total)
+
+
+def scale_dim(dim: Dim, factor: int) -> Dim:
+    """``factor`` times ``dim`` (``3*N``); unnamed when ``dim`` is unknown or it overflows."""
+    if isinstance(dim, int):
+        return bounded(dim * factor)
+    terms = _terms_of(dim)
+    if terms is None:
+        return ir.SymbolicDim(None)
+    return _format(Counter({name: k * factor for name, k in terms.items()}))
 
 
 def dim_of(dim: object) -> Dim:

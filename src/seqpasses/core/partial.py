@@ -7,8 +7,10 @@ with ``[-1e9, 1e9]``, then a ``Where`` on ``Equal``/``Less``/``And`` for negativ
 read dims with ``Shape``. ONNX's inference knows such a vector only when all of it is
 constant; :func:`partial_vector` follows the chain and knows the entries that do not hang on a
 run-time value (ONNX Runtime's symbolic inference does the same). Each entry is an int, a
-bool, or None (known only at run time); a vector longer than :data:`MAX_ENTRIES` or a chain
-deeper than :data:`MAX_DEPTH` is not followed.
+bool, a named dim (``Shape(x)`` of an ``x: [batch, 3]`` is ``[batch, 3]``; sums and
+multiples of names are named too: ``batch+1``, ``2*batch``), or None (known only at run
+time); a vector longer than :data:`MAX_ENTRIES` or a chain deeper than :data:`MAX_DEPTH` is
+not followed.
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ from collections.abc import Callable
 import numpy as np
 import onnx_ir as ir
 
+from seqpasses.core.dims import add_dims, generated, scale_dim
 from seqpasses.core.graph import is_default
 
 __all__ = ["MAX_DEPTH", "MAX_ENTRIES", "Known", "partial_vector"]
 
-Known = int | bool | None
-"""An entry of a vector known in part: a number, a boolean, or None (known only at run time)."""
+Known = int | bool | ir.SymbolicDim | None
+"""An entry of a vector known in part: a number, a boolean, a named dim, or None (known only
+at run time)."""
 MAX_ENTRIES = 16
 MAX_DEPTH = 24
 
@@ -105,7 +109,30 @@ def _node_vector(
         start = node.attributes.get_int("start", 0)
         end = node.attributes.get_int("end", rank)
         start, end = (max(0, min(rank, k + rank if k < 0 else k)) for k in (start, end))
-        return [d if isinstance(d, int) else None for d in list(dims)[start:end]]
+        return [_named(d) for d in list(dims)[start:end]]
+    if op == "Gather" and len(inputs) == 2 and node.attributes.get_int("axis", 0) == 0:
+        found, index = read(0), inputs[1]
+        picks = constant(index) if index is not None else None
+        if found is None or picks is None or np.asarray(picks).ndim > 1:
+            return None
+        out: list[Known] = []
+        for k in np.asarray(picks).reshape(-1).tolist():
+            if not isinstance(k, int) or not -len(found) <= k < len(found):
+                return None
+            out.append(found[k])
+        return out
+    if op == "Slice" and len(inputs) >= 3:
+        found = read(0)
+        bounds = [constant(v) if v is not None else None for v in inputs[1:5]]
+        if found is None or any(b is None for b in bounds[:2]):
+            return None
+        limits = [[int(x) for x in np.asarray(b).reshape(-1)] for b in bounds if b is not None]
+        if any(len(p) != 1 for p in limits) or (len(limits) > 2 and limits[2][0] not in (0, -1)):
+            return None
+        step = limits[3][0] if len(limits) > 3 else 1
+        if step == 0:
+            return None
+        return found[slice(limits[0][0], limits[1][0], step)]
     if op in ("Identity", "Unsqueeze", "Squeeze", "Reshape") and value is node.outputs[0]:
         found = read(0)
         return found if op == "Identity" or (found is not None and len(found) == 1) else None
@@ -121,9 +148,21 @@ def _node_vector(
             return None
         if not (target == ir.DataType.BOOL or target.is_integer() or target.is_floating_point()):
             return None
-        # (numpy's conversion: what the cast does to large numbers, float32's rounding)
+        named = [x for x in found if isinstance(x, ir.SymbolicDim)]
+        if named and not (target.is_integer() or target.is_floating_point()):
+            return None
+        # (numpy's conversion: what the cast does to large numbers, float32's rounding; a
+        # named dim stays itself: a size, which an integer or a float holds)
         with np.errstate(all="ignore"):
-            cast = [None if x is None else np.asarray(x).astype(kind) for x in found]
+            cast = [
+                None if x is None or isinstance(x, ir.SymbolicDim) else np.asarray(x).astype(kind)
+                for x in found
+            ]
+        if named:
+            return [
+                x if isinstance(x, ir.SymbolicDim) else (None if c is None else int(c))
+                for x, c in zip(found, cast, strict=True)
+            ]
         if target == ir.DataType.BOOL:
             return [None if x is None else bool(x) for x in cast]
         if any(x is not None and not np.isfinite(x) for x in cast):
@@ -165,10 +204,58 @@ _WRAPS = 2**31
 int64, not tracked) may wrap them at run time."""
 
 
+def _named(dim: object) -> Known:
+    """A dim as a vector's entry: a number, a name a user or a model gave, else None."""
+    if isinstance(dim, int):
+        return dim
+    if isinstance(dim, ir.SymbolicDim) and dim.value and not generated(dim):
+        return dim
+    return None
+
+
+def _symbolic(op: str) -> Callable[[Known, Known], Known]:
+    """What ``op`` makes of a named dim and a number (or two names): a name (``n+1``,
+    ``2*n``), or a truth where the two are the same name; else None."""
+
+    def apply(x: Known, y: Known) -> Known:
+        if isinstance(x, bool) or isinstance(y, bool):
+            return None
+        if op == "Add":
+            return _name(add_dims([x, y]))  # type: ignore[list-item]
+        if op == "Sub" and isinstance(y, int):
+            return _name(add_dims([x, -y]))  # type: ignore[list-item]
+        if op == "Mul" and isinstance(y, int):
+            return _name(scale_dim(x, y))  # type: ignore[arg-type]
+        if op == "Mul" and isinstance(x, int):
+            return _name(scale_dim(y, x))  # type: ignore[arg-type]
+        same = isinstance(x, ir.SymbolicDim) and isinstance(y, ir.SymbolicDim)
+        same = same and x.value == y.value  # type: ignore[union-attr]
+        if same and op in ("Equal", "LessOrEqual", "GreaterOrEqual"):
+            return True
+        if same and op in ("Less", "Greater"):
+            return False
+        if same and op in ("Max", "Min"):
+            return x
+        return None
+
+    return apply
+
+
+def _name(dim: object) -> Known:
+    """A dim arithmetic made, as an entry (an unknown one is None)."""
+    if isinstance(dim, int):
+        return dim
+    return dim if isinstance(dim, ir.SymbolicDim) and dim.value else None
+
+
 def _known(fn: Callable[[int, int], Known], wraps: bool = False) -> Callable[[Known, Known], Known]:
+    symbolic = _symbolic(getattr(fn, "op", ""))
+
     def apply(x: Known, y: Known) -> Known:
         if x is None or y is None:
             return None
+        if isinstance(x, ir.SymbolicDim) or isinstance(y, ir.SymbolicDim):
+            return symbolic(x, y)
         found = fn(x, y)
         return None if wraps and isinstance(found, int) and abs(found) >= _WRAPS else found
 
@@ -187,17 +274,22 @@ def _or(x: Known, y: Known) -> Known:
     return None if x is None or y is None else bool(x or y)
 
 
+def _op(name: str, fn: Callable[[int, int], Known]) -> Callable[[int, int], Known]:
+    fn.op = name  # type: ignore[attr-defined]
+    return fn
+
+
 _BINARY: dict[str, Callable[[Known, Known], Known]] = {
-    "Add": _known(lambda x, y: x + y, wraps=True),
-    "Sub": _known(lambda x, y: x - y, wraps=True),
-    "Mul": _known(lambda x, y: x * y, wraps=True),
-    "Max": _known(max),
-    "Min": _known(min),
-    "Equal": _known(lambda x, y: x == y),
-    "Less": _known(lambda x, y: x < y),
-    "Greater": _known(lambda x, y: x > y),
-    "LessOrEqual": _known(lambda x, y: x <= y),
-    "GreaterOrEqual": _known(lambda x, y: x >= y),
+    "Add": _known(_op("Add", lambda x, y: x + y), wraps=True),
+    "Sub": _known(_op("Sub", lambda x, y: x - y), wraps=True),
+    "Mul": _known(_op("Mul", lambda x, y: x * y), wraps=True),
+    "Max": _known(_op("Max", lambda x, y: max(x, y))),
+    "Min": _known(_op("Min", lambda x, y: min(x, y))),
+    "Equal": _known(_op("Equal", lambda x, y: x == y)),
+    "Less": _known(_op("Less", lambda x, y: x < y)),
+    "Greater": _known(_op("Greater", lambda x, y: x > y)),
+    "LessOrEqual": _known(_op("LessOrEqual", lambda x, y: x <= y)),
+    "GreaterOrEqual": _known(_op("GreaterOrEqual", lambda x, y: x >= y)),
     "And": _and,
     "Or": _or,
 }

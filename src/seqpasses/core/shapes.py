@@ -16,60 +16,29 @@ import onnx
 import onnx_ir as ir
 
 from seqpasses.core.constants import MAX_ELEMENTS, constant_array
-from seqpasses.core.dims import INT64_MAX, cap_of, capped
+from seqpasses.core.dims import (
+    contradicts,
+    fill_shape,
+    merge_shapes,
+)
 from seqpasses.core.graph import GRAPH_HOLDERS, is_default
 from seqpasses.core.partial import Known, partial_vector
-
-__all__ = ["ShapeOracle", "TypeAndShape"]
-
-TypeAndShape = tuple[ir.TypeProtocol | None, ir.Shape | None]
-
-# Ops whose output has the type and shape of their (first) input: answered without ONNX.
-_SAME_AS_INPUT = frozenset(
-    {
-        "Abs",
-        "Acos",
-        "Asin",
-        "Atan",
-        "Ceil",
-        "Cos",
-        "Cosh",
-        "Elu",
-        "Erf",
-        "Exp",
-        "Floor",
-        "Gelu",
-        "HardSigmoid",
-        "HardSwish",
-        "Identity",
-        "LeakyRelu",
-        "Log",
-        "LogSoftmax",
-        "Mish",
-        "Neg",
-        "Not",
-        "Reciprocal",
-        "Relu",
-        "Round",
-        "Selu",
-        "Sigmoid",
-        "Sign",
-        "Sin",
-        "Sinh",
-        "Softmax",
-        "Softplus",
-        "Softsign",
-        "Sqrt",
-        "Tan",
-        "Tanh",
-        "ThresholdedRelu",
-    }
+from seqpasses.core.shape_rules import (
+    BROADCASTING,
+    COMPARISONS,
+    ELEMENTWISE,
+    SAME_AS_INPUT,
+    SHAPED_BY_VECTOR,
+    TypeAndShape,
+    broadcast,
+    constant_gap,
+    constant_tensor,
+    sequence_type,
+    slice_dims,
+    vector_shape,
 )
 
-
-_DTYPES = frozenset(int(t) for t in ir.DataType if t != ir.DataType.UNDEFINED)
-
-_ELEMENTWISE = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"})
+__all__ = ["ShapeOracle", "TypeAndShape"]
 
 
 class ShapeOracle:
@@ -93,7 +62,7 @@ class ShapeOracle:
         return _call_types(self, node, inputs)
 
     def shape(self, value: ir.Value) -> ir.Shape | None:
-        tensor = _constant_tensor(value)
+        tensor = constant_tensor(value)
         if tensor is not None:  # a constant's tensor says what its declaration may not
             real = ir.Shape([d if isinstance(d, int) else None for d in tensor.shape])
             if value.shape != real:
@@ -151,18 +120,20 @@ class ShapeOracle:
         unknown: list[TypeAndShape] = [(None, None)] * len(node.outputs)
         if not is_default(node):
             return self._infer_call(node, inputs) or unknown
+        if node.op_type == "If":
+            return self._branches(node, known) or unknown
         if node.op_type in GRAPH_HOLDERS:
             return unknown  # (a node's own inference does not see into its subgraphs)
         first = inputs[0] if inputs else None
         if (
-            node.op_type in _SAME_AS_INPUT
+            node.op_type in SAME_AS_INPUT
             and first is not None
             and len(node.outputs) == 1
             and isinstance(first[0], ir.TensorType)
         ):
             return [(first[0], ir.Shape(list(first[1])) if first[1] is not None else None)]
         if (
-            node.op_type in _ELEMENTWISE
+            node.op_type in ELEMENTWISE
             and len(inputs) == 2
             and len(node.outputs) == 1
             and first is not None
@@ -174,7 +145,7 @@ class ShapeOracle:
             and all(isinstance(d, int) for d in first[1])
         ):  # the same numeric shape on both sides: no broadcasting to work out
             return [(first[0], ir.Shape(list(first[1])))]
-        listed = _sequence_type(node, inputs)
+        listed = sequence_type(node, inputs)
         if listed is not None:
             return [(listed, None)]
         pairs = list(zip(node.inputs, inputs, strict=True))
@@ -226,7 +197,137 @@ class ShapeOracle:
             )
         if node.op_type == "Slice" and result and result[0][1] is not None:
             result[0] = (result[0][0], self.slice_dims(node, inputs, result[0][1], known))
+        if node.op_type in BROADCASTING and len(result) == 1 and result[0][1] is None:
+            # (onnx's inference of the comparisons it defines as functions gives no shape)
+            shapes = [given[1] if given is not None else None for given in inputs]
+            if node.op_type == "Where":
+                shapes = shapes[:3]
+            broadened = broadcast(shapes)
+            if broadened is not None:
+                type_ = result[0][0]
+                if type_ is None and node.op_type in COMPARISONS:
+                    type_ = ir.TensorType(ir.DataType.BOOL)
+                result[0] = (type_, broadened)
+        if node.op_type in SHAPED_BY_VECTOR and len(result) == 1:
+            shaped = self.vector_shape(node, inputs, known)
+            type_, shape = result[0]
+            if shaped is not None and not contradicts(shape, shaped):
+                result[0] = (type_, fill_shape(shape, shaped, numbers_win=True) or shaped)
         return result
+
+    def vector(
+        self,
+        node: ir.Node,
+        k: int,
+        inputs: list[TypeAndShape | None],
+        known: Mapping[ir.Value, TypeAndShape] | None,
+    ) -> list[Known] | None:
+        """The entries of ``node``'s input ``k`` known before run time (a partial vector:
+        numbers, named dims, or None), read through the shapes given and known."""
+        value = node.inputs[k] if k < len(node.inputs) else None
+        if value is None:
+            return None
+        given = inputs[k] if k < len(inputs) else None
+
+        def shape_of(v: ir.Value) -> ir.Shape | None:
+            if v is value and given is not None:
+                return given[1]
+            if known is not None and v in known:
+                return known[v][1]
+            return self.shape(v)
+
+        return partial_vector(value, self.constant or constant_array, shape_of)
+
+    def vector_shape(
+        self,
+        node: ir.Node,
+        inputs: list[TypeAndShape | None],
+        known: Mapping[ir.Value, TypeAndShape] | None,
+    ) -> ir.Shape | None:
+        """The output shape of an op shaped by a vector input, that vector read in part
+        (:func:`~seqpasses.core.shape_rules.vector_shape`)."""
+        k = 1 if node.op_type != "ConstantOfShape" else 0
+        return vector_shape(node, inputs, self.vector(node, k, inputs, known))
+
+    def _branches(
+        self, node: ir.Node, known: Mapping[ir.Value, TypeAndShape] | None
+    ) -> list[TypeAndShape] | None:
+        """An If's outputs: what both branches give, each followed node by node from what is
+        known around the If (``known``: values whose declarations are not trusted), the type
+        where they agree and the dims they share (None where a branch cannot be followed)."""
+        given: list[list[TypeAndShape]] = []
+        for name in ("then_branch", "else_branch"):
+            attr = node.attributes.get(name)
+            if attr is None or attr.is_ref() or attr.type != ir.AttributeType.GRAPH:
+                return None
+            branch = attr.as_graph()
+            if len(branch.outputs) != len(node.outputs):
+                return None
+            local: dict[ir.Value, TypeAndShape] = dict(known or {})
+            for inner in branch:
+                inputs = [self._read(v, branch, local) for v in inner.inputs]
+                inferred = self.infer(inner, inputs, None, local)
+                local.update(zip(inner.outputs, inferred, strict=True))
+            given.append([self._read(v, branch, local) or (None, None) for v in branch.outputs])
+        merged: list[TypeAndShape] = []
+        for (then_type, then_shape), (else_type, else_shape) in zip(*given, strict=True):
+            if then_type is None or then_type != else_type:
+                merged.append((None, None))
+                continue
+            merged.append((then_type, merge_shapes([then_shape, else_shape])))
+        return merged
+
+    def most_entries(
+        self,
+        value: ir.Value | None,
+        given: TypeAndShape | None = None,
+        known: Mapping[ir.Value, TypeAndShape] | None = None,
+    ) -> int | None:
+        """The most entries a 1-D value can hold (None: not known): its dim when that is a
+        number; for a ``Slice`` of a 1-D tensor along its one axis, at most the tensor's
+        length, and at most ``k`` where its ends are its starts plus a constant ``k`` (step 1):
+        ``x[i:i+1]`` holds one entry, or none."""
+        if value is None:
+            return None
+        shape = given[1] if given is not None else None
+        if shape is None and known is not None and value in known:
+            shape = known[value][1]
+        if shape is None:
+            shape = value.shape
+        if shape is not None and len(shape) == 1 and isinstance(shape[0], int):
+            return shape[0]
+        node = value.producer()
+        if node is None or node.op_type != "Slice" or not is_default(node) or len(node.inputs) < 3:
+            return None
+        data = node.inputs[0]
+        if data is None:
+            return None
+        data_shape = (known[data][1] if known is not None and data in known else None) or (
+            self.shape(data)
+        )
+        if data_shape is None or len(data_shape) != 1:
+            return None
+        bounds = [data_shape[0]] if isinstance(data_shape[0], int) else []
+        steps = node.inputs[4] if len(node.inputs) > 4 else None
+        if steps is None:
+            gap = constant_gap(node.inputs[1], node.inputs[2], self.constant or constant_array)
+            if gap is not None:
+                bounds.append(max(gap, 0))
+        return min(bounds) if bounds else None
+
+    def _read(
+        self, v: ir.Value | None, graph: ir.Graph, local: Mapping[ir.Value, TypeAndShape]
+    ) -> TypeAndShape | None:
+        """What is known of ``v`` where ``graph`` is followed afresh (``local``): a value made
+        in ``graph`` and not in ``local`` is unknown; a constant of it, or an outer value, is
+        as the oracle says."""
+        if v is None:
+            return None
+        if v in local:
+            return local[v]
+        if v.graph is graph and v.producer() is not None:
+            return (None, None)
+        return (v.type, self.shape(v))
 
     def slice_dims(
         self,
@@ -235,85 +336,15 @@ class ShapeOracle:
         shape: ir.Shape,
         known: Mapping[ir.Value, TypeAndShape] | None,
     ) -> ir.Shape:
-        """The dims of a Slice's output that onnx's inference leaves unknown when an end is
-        known only in part (an entry computed at run time beside constant ones), or the
-        sliced axis is a symbol: a number where the axis and the slice are numbers; the
-        symbol itself for a slice from 0 to an end past any size; ``min(symbol, end)``
-        (:func:`~seqpasses.core.dims.capped`) to a smaller constant end."""
-        data = inputs[0][1] if inputs and inputs[0] is not None else None
-        if data is None or len(data) != len(shape) or len(node.inputs) < 3:
-            return shape
+        """A Slice's output dims beyond onnx's (:func:`~seqpasses.core.shape_rules.slice_dims`)."""
 
         def vector(k: int) -> list[Known] | None:
-            value = node.inputs[k] if k < len(node.inputs) else None
-            if value is None:
-                return None
-            given = inputs[k] if k < len(inputs) else None
+            return self.vector(node, k, inputs, known)
 
-            def shape_of(v: ir.Value) -> ir.Shape | None:
-                if v is value and given is not None:
-                    return given[1]
-                if known is not None and v in known:
-                    return known[v][1]
-                return self.shape(v)
+        def most() -> int | None:
+            return self.most_entries(node.inputs[1], inputs[1] if len(inputs) > 1 else None, known)
 
-            return partial_vector(value, self.constant or constant_array, shape_of)
-
-        starts, ends = vector(1), vector(2)
-        if starts is None or ends is None or len(starts) != len(ends):
-            return shape
-        axes = vector(3) if len(node.inputs) > 3 and node.inputs[3] is not None else None
-        steps = vector(4) if len(node.inputs) > 4 and node.inputs[4] is not None else None
-        axes = axes if axes is not None else list(range(len(starts)))
-        steps = steps if steps is not None else [1] * len(starts)
-        if len(axes) != len(starts) or len(steps) != len(starts):
-            return shape
-        dims = list(shape)
-        rank = len(data)
-        if any(
-            not isinstance(a, int) or isinstance(a, bool) or not -rank <= a < rank for a in axes
-        ):
-            return shape
-        sliced = {a % rank for a in axes}  # type: ignore[operator]
-        for k in range(rank):  # (an axis not sliced keeps its size)
-            if (
-                k not in sliced
-                and not isinstance(dims[k], int)
-                and getattr(dims[k], "value", None) is None
-            ):
-                dims[k] = data[k]
-        for axis, start, end, step in zip(axes, starts, ends, steps, strict=True):
-            assert isinstance(axis, int)
-            axis %= rank
-            if any(not isinstance(x, int) or isinstance(x, bool) for x in (start, end, step)):
-                continue
-            assert isinstance(start, int) and isinstance(end, int) and isinstance(step, int)
-            if step == 0 or isinstance(dims[axis], int):
-                continue
-            size = data[axis]
-            if isinstance(size, int):
-                dims[axis] = _slice_length(size, start, end, step)
-            elif isinstance(size, ir.SymbolicDim) and size.value and start == 0 and step == 1:
-                if end >= INT64_MAX // 2:
-                    dims[axis] = size
-                elif end > 0 and cap_of(size) is None:
-                    dims[axis] = capped(size.value, end)
-        return ir.Shape(dims)
-
-
-def _constant_tensor(value: ir.Value) -> ir.TensorProtocol | None:
-    """The tensor a constant value holds (an initializer, a ``Constant`` node's ``value``):
-    its shape and dtype are read without its data."""
-    tensor = value.const_value
-    if tensor is None:
-        node = value.producer()
-        if node is None or node.op_type != "Constant" or not is_default(node):
-            return None
-        attr = node.attributes.get("value")
-        if attr is None or attr.is_ref() or attr.type != ir.AttributeType.TENSOR:
-            return None
-        tensor = attr.value
-    return tensor if isinstance(tensor, ir.TensorProtocol) else None
+        return slice_dims(node, inputs, shape, vector, most)
 
 
 def _contradicts(a: ir.Shape, b: ir.Shape) -> bool:
@@ -354,43 +385,3 @@ def _call_types(
         )
         for t in found
     ]
-
-
-def _sequence_type(node: ir.Node, inputs: list[TypeAndShape | None]) -> ir.SequenceType | None:
-    """The type of a SequenceEmpty, or of a SequenceInsert into a list of the tensor's own
-    element type, as onnx infers it (a sequence type has no shape), without asking onnx."""
-    if len(node.outputs) != 1:
-        return None
-    if node.op_type == "SequenceEmpty" and not node.inputs:
-        dtype = node.attributes.get_int("dtype", ir.DataType.FLOAT)
-        if dtype not in _DTYPES:
-            return None
-        return ir.SequenceType(ir.TensorType(ir.DataType(dtype)))
-    if node.op_type != "SequenceInsert" or len(inputs) not in (2, 3):
-        return None
-    listed, tensor = inputs[0], inputs[1]
-    if listed is None or tensor is None or (len(inputs) == 3 and inputs[2] is None):
-        return None
-    if (
-        isinstance(listed[0], ir.SequenceType)
-        and isinstance(listed[0].elem_type, ir.TensorType)
-        and listed[0].elem_type == tensor[0]
-    ):
-        return listed[0]
-    return None
-
-
-def _slice_length(size: int, start: int, end: int, step: int) -> int:
-    """How many elements ONNX's Slice takes from an axis of ``size``: a negative index counts
-    from the end; then, stepping forward, start and end are clamped into [0, size]; stepping
-    back, start into [0, size-1] and end into [-1, size-1] (not Python's clamping: a start
-    before the first element stepping back takes it)."""
-    if start < 0:
-        start += size
-    if end < 0:
-        end += size
-    if step > 0:
-        start, end = min(max(start, 0), size), min(max(end, 0), size)
-        return max(0, -(-(end - start) // step))
-    start, end = min(max(start, 0), size - 1), min(max(end, -1), size - 1)
-    return max(0, -(-(start - end) // -step))
