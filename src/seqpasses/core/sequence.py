@@ -27,6 +27,7 @@ __all__ = [
     "Unknown",
     "normalize_at_position",
     "normalize_insert_position",
+    "ones_as_long_as",
     "sequence_dtype",
     "split_squeezes",
 ]
@@ -58,6 +59,27 @@ def normalize_at_position(position: int | None, length: int) -> int:
             f"position {position} is outside [-{length}, {length - 1}] for a sequence of length {length}"
         )
     return position + length if position < 0 else position
+
+
+def ones_as_long_as(split: ir.Value, length: ir.Shape | None, size: object) -> bool:
+    """Whether ``split`` (of shape ``length``) is a vector of ones as long as ``size`` (a
+    dim): TorchScript's ``repeat_interleave`` splits by ``ConstantOfShape(Shape(r), value=1)``,
+    whose length is known only as a dim (``n``, the same as the split axis'). Such a split
+    cuts chunks of one, as many as the axis is long, and never fails."""
+    from seqpasses.core.dims import same_dim
+
+    producer = split.producer()
+    if producer is None or producer.op_type != "ConstantOfShape":
+        return False
+    if producer.domain not in ("", "ai.onnx"):
+        return False
+    attr = producer.attributes.get("value")
+    if attr is None or attr.is_ref() or attr.type != ir.AttributeType.TENSOR:
+        return False
+    value = attr.as_tensor().numpy()
+    if value.size != 1 or value.dtype.kind not in "iu" or int(value.reshape(-1)[0]) != 1:
+        return False
+    return length is not None and len(length) == 1 and same_dim(length[0], size)
 
 
 def sequence_dtype(value: ir.Value | None) -> ir.DataType | None:

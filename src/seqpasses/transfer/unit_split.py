@@ -21,7 +21,7 @@ import onnx_ir as ir
 
 from seqpasses.core.emit import Emitter
 from seqpasses.core.graph import is_default
-from seqpasses.core.sequence import Reason, split_squeezes
+from seqpasses.core.sequence import Reason, ones_as_long_as, split_squeezes
 from seqpasses.options import Group
 from seqpasses.transfer.common import concat_new_axis, follows_ort
 from seqpasses.walk.context import Context, Entry, Scope
@@ -36,8 +36,8 @@ def find(
     ctx: Context, value: ir.Value | None, scope: Scope
 ) -> tuple[ir.Value, int, bool, bool] | None:
     """``(data, axis, squeezed, follows_ort)`` when ``value`` is ``SplitToSequence(data)`` cut
-    into chunks of one along ``axis`` (no split, a scalar split of 1, or any scalar split of a
-    dim of 1). ``follows_ort``: squeezed only because ONNX Runtime squeezes such chunks of a
+    into chunks of one along ``axis`` (no split, a scalar split of 1, any scalar split of a
+    dim of 1, or a vector of ones provably as long as the axis). ``follows_ort``: squeezed only because ONNX Runtime squeezes such chunks of a
     scalar split with ``keepdims=0`` (the spec keeps the axis: see ``split_squeezes``)."""
     while value is not None:
         producer = value.producer()
@@ -60,6 +60,8 @@ def find(
         if split is None:
             return data, axis, bool(split_squeezes(None, keepdims, True, strict, False)), False
         array = ctx.const_array(split)
+        if array is None and ones_as_long_as(split, scope.shapes.shape(split), shape[axis]):
+            return data, axis, False, False  # (sizes given: every chunk keeps the axis)
         if array is None or array.ndim != 0 or int(array) < 1:
             return None
         if int(array) != 1 and shape[axis] != 1:

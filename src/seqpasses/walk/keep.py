@@ -13,7 +13,7 @@ import onnx_ir as ir
 from seqpasses.core.constants import integer_array
 from seqpasses.core.graph import GRAPH_HOLDERS, functions_holding, graphs, is_default, subgraphs
 from seqpasses.core.ops import SEQUENCE_OPS
-from seqpasses.core.sequence import FAILING_KINDS
+from seqpasses.core.sequence import FAILING_KINDS, ones_as_long_as
 from seqpasses.walk.facts import Facts
 from seqpasses.walk.recorder import Recorder
 from seqpasses.walk.trial import CreatedNodes
@@ -187,11 +187,18 @@ class KeepMixin:
 
 
 def _unit_split(node: ir.Node) -> bool:
-    """Whether ``node`` is a SplitToSequence with no split or a constant scalar split of 1."""
+    """Whether ``node`` is a SplitToSequence with no split, a constant scalar split of 1, or
+    a vector of ones as long as the split axis."""
     if node.op_type != "SplitToSequence" or not is_default(node):
         return False
     split = node.inputs[1] if len(node.inputs) > 1 else None
     if split is None:
         return True
+    data = node.inputs[0]
+    if data is not None and data.shape is not None and split.const_value is None:
+        axis = node.attributes.get_int("axis", 0)
+        rank = len(data.shape)
+        if -rank <= axis < rank and ones_as_long_as(split, split.shape, data.shape[axis]):
+            return True
     array = integer_array(split)
     return array is not None and array.ndim == 0 and int(array) == 1

@@ -1,0 +1,144 @@
+"""Lists as real exporters write them (issue 49), each in its smallest form, structure and
+numbers: a row appended in a Loop that comes out of an ``If`` (the dynamo exporter's
+``EmbeddingBag``), a split by a vector of ones as long as the axis (TorchScript's
+``repeat_interleave``), a Loop counter declared ``[1]`` (TorchScript declares it so; the
+spec makes it a scalar). The exports themselves are in ``sample_models/torch``
+(``dynamo_embedding_bag``, ``ts_repeat_interleave``) and ``tests/test_torch_exports.py``."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx.reference import ReferenceEvaluator
+
+import seqpasses
+from helpers import op_counts, sequence_op_count
+from seqpasses.verification import REFERENCE_OVERRIDES
+
+IF_ROW = """<ir_version: 8, opset_import: ["" : 18]>
+g (float[N,4] x, int64 n) => (float[M,1,4] y) {
+    t = Constant<value = bool {1}>()
+    empty = SequenceEmpty<dtype = 1>()
+    rows = Loop(n, t, empty) <body = step (int64 i, bool c, seq(float) acc) => (
+            bool c_out, seq(float) out) {
+        c_out = Identity(c)
+        zero = Constant<value = int64 {0}>()
+        first = Equal(i, zero)
+        row = If(first) <
+            then_branch = a () => (float[1,4] r) {
+                idx = Constant<value = int64[1] {0}>()
+                r = Gather<axis = 0>(x, idx)
+            },
+            else_branch = b () => (float[1,4] r2) {
+                ones = Constant<value = int64[1] {1}>()
+                r2 = Gather<axis = 0>(x, ones)
+            }>
+        out = SequenceInsert(acc, row)
+    }>
+    y = ConcatFromSequence<axis = 0, new_axis = 1>(rows)
+}"""
+
+
+def _undeclared_branches(text: str) -> onnx.ModelProto:
+    """``text`` with the If's branch outputs declared with no shape (as the dynamo exporter
+    writes them)."""
+    model = onnx.parser.parse_model(text)
+    loop = next(n for n in model.graph.node if n.op_type == "Loop")
+    body = loop.attribute[0].g
+    branch_if = next(n for n in body.node if n.op_type == "If")
+    for attr in branch_if.attribute:
+        for out in attr.g.output:
+            out.type.tensor_type.ClearField("shape")
+    return model
+
+
+def _same(original: onnx.ModelProto, optimized: onnx.ModelProto, feeds: dict[str, object]) -> None:
+    want = ReferenceEvaluator(original).run(None, feeds)
+    for got in (
+        # (onnx.reference's Loop concatenates scan outputs: REFERENCE_OVERRIDES stacks them)
+        ReferenceEvaluator(optimized, new_ops=list(REFERENCE_OVERRIDES)).run(None, feeds),
+        ort.InferenceSession(optimized.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+            None, feeds
+        ),
+    ):
+        for a, b in zip(want, got, strict=True):
+            assert a.shape == b.shape
+            np.testing.assert_allclose(a, b)
+
+
+def test_an_appended_row_out_of_an_if_is_typed_through_its_branches() -> None:
+    model = _undeclared_branches(IF_ROW)
+    report = seqpasses.Report()
+    optimized = seqpasses.optimize(model, report=report)
+    assert sequence_op_count(optimized) == 0, [(r.op_type, r.detail) for r in report.left]
+    assert "loop-append-to-scan-output" in {r.rule for r in report.rewrites}
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for n in (1, 3):
+        _same(model, optimized, {"x": x, "n": np.array(n, dtype=np.int64)})
+
+
+def test_branches_of_different_shapes_give_no_shape() -> None:
+    """Where the branches disagree (a row of 4, a row of 3), the element has no provable
+    shape: the list stays, and the model is unchanged in what it computes."""
+    text = IF_ROW.replace(
+        "r2 = Gather<axis = 0>(x, ones)",
+        "r3 = Gather<axis = 0>(x, ones)\n"
+        "                s = Constant<value = int64[1] {0}>()\n"
+        "                e = Constant<value = int64[1] {3}>()\n"
+        "                a1 = Constant<value = int64[1] {1}>()\n"
+        "                r2 = Slice(r3, s, e, a1)",
+    )
+    model = _undeclared_branches(text)
+    report = seqpasses.Report()
+    optimized = seqpasses.optimize(model, report=report)
+    assert sequence_op_count(optimized) > 0
+    assert report.left
+
+
+ONES_SPLIT = """<ir_version: 8, opset_import: ["" : 17]>
+g (float[n,3] x, int64[%s] r) => (float[n,3] y, int64 count) {
+    shape = Shape(r)
+    ones = ConstantOfShape<value = int64[1] {1}>(shape)
+    rows = SplitToSequence<axis = 0>(x, ones)
+    count = SequenceLength(rows)
+    t = Constant<value = bool {1}>()
+    empty = SequenceEmpty<dtype = 1>()
+    out = Loop(count, t, empty) <body = step (int64[1] i, bool c, seq(float) acc) => (
+            bool c_out, seq(float) acc_out) {
+        c_out = Identity(c)
+        row = SequenceAt(rows, i)
+        acc_out = SequenceInsert(acc, row)
+    }>
+    y = ConcatFromSequence<axis = 0>(out)
+}"""
+
+
+def test_a_split_by_ones_as_long_as_the_axis_is_a_split_into_rows() -> None:
+    """``SplitToSequence(x, ConstantOfShape(Shape(r), 1))`` with ``r`` as long as ``x``
+    (both ``n``): every piece is one row, as many as ``x`` has, whatever ``n`` is. The Loop
+    counter is declared ``[1]`` (TorchScript does): it is a scalar all the same."""
+    model = onnx.parser.parse_model(ONES_SPLIT % "n")
+    report = seqpasses.Report()
+    optimized = seqpasses.optimize(model, report=report)
+    assert sequence_op_count(optimized) == 0, [(r.op_type, r.detail) for r in report.left]
+    assert "SplitToSequence" not in op_counts(optimized)
+    for n in (1, 4):
+        x = np.arange(3 * n, dtype=np.float32).reshape(n, 3)
+        _same(model, optimized, {"x": x, "r": np.ones(n, dtype=np.int64)})
+
+
+@pytest.mark.parametrize("length", ["m", "?"])
+def test_a_split_by_ones_of_another_length_is_left(length: str) -> None:
+    """A vector of ones not provably as long as the axis may not sum to it, and the split
+    then fails at run time: it stays (and so does the failure)."""
+    model = onnx.parser.parse_model(ONES_SPLIT % length)
+    report = seqpasses.Report()
+    optimized = seqpasses.optimize(model, report=report)
+    assert "SplitToSequence" in op_counts(optimized)
+    session = ort.InferenceSession(
+        optimized.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    with pytest.raises(Exception, match="split"):
+        session.run(None, {"x": np.zeros((3, 3), np.float32), "r": np.ones(2, np.int64)})
