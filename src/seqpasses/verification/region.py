@@ -179,8 +179,23 @@ def with_outputs(model: onnx.ModelProto, names: Iterable[str]) -> onnx.ModelProt
     """A copy of ``model`` that also returns the values ``names`` (to capture them)."""
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
-    present = {o.name for o in copy.graph.output}
-    for name in names:
-        if name not in present:
-            copy.graph.output.append(onnx.helper.make_empty_tensor_value_info(name))
+    for name in added_outputs(model, names):
+        copy.graph.output.append(onnx.helper.make_empty_tensor_value_info(name))
     return copy
+
+
+def added_outputs(model: onnx.ModelProto, names: Iterable[str]) -> list[str]:
+    """The outputs :func:`with_outputs` adds after ``model``'s own, in order: each of
+    ``names`` once, none that is an output already."""
+    present = {o.name for o in model.graph.output}
+    return [name for name in dict.fromkeys(names) if name not in present]
+
+
+def output_positions(model: onnx.ModelProto, names: Iterable[str]) -> dict[str, int]:
+    """Where each of ``names`` is among the outputs of ``with_outputs(model, names)``."""
+    names = list(names)
+    order = [o.name for o in model.graph.output] + added_outputs(model, names)
+    first: dict[str, int] = {}
+    for k, name in enumerate(order):
+        first.setdefault(name, k)
+    return {name: first[name] for name in names}

@@ -14,7 +14,12 @@ from seqpasses.progress import stage
 from seqpasses.verification.each import verify_each
 from seqpasses.verification.engines import Held, Runner, outcome, reference, runtime
 from seqpasses.verification.inputs import DrawError, random_inputs
-from seqpasses.verification.region import Region, changed_region, with_outputs
+from seqpasses.verification.region import (
+    Region,
+    changed_region,
+    output_positions,
+    with_outputs,
+)
 from seqpasses.verification.report import EngineResult, VerifyReport
 from seqpasses.verification.values import compare
 
@@ -283,7 +288,7 @@ def _reference_region(
         "original's main graph, and what replaced them) on the values ONNX Runtime's run of "
         "the original gave its inputs; onnxruntime compared the whole models"
     )
-    captured_at = {name: len(names) + k for k, name in enumerate(region.captured)}
+    captured_at = output_positions(first.proto, region.captured)
     runs = []
     for draw in draws:
         feeds = {name: draw.feeds[name] for name in region.fed}
