@@ -27,6 +27,7 @@ import numpy as np
 import onnx
 import torch
 from torch import Tensor, nn
+from torch_real_exports import ConvFrames, EmbeddingBagSum, RepeatInterleave
 from torch_run_time_lists import (
     ConditionalAppend,
     DropWeakest,
@@ -615,6 +616,32 @@ def _cases() -> list[Case]:
             False,
             {"x": {0: "n"}},
             ((rand(1, 4),), (rand(6, 4),)),
+        ),
+        # as real models write them (torch_real_exports.py)
+        Case(
+            "embedding_bag",
+            EmbeddingBagSum,
+            (torch.tensor([1, 2, 4, 5, 4, 3, 2, 9]), torch.tensor([0, 4])),
+            ["x", "offsets"],
+            True,
+        ),
+        Case(
+            "repeat_interleave",
+            RepeatInterleave,
+            (rand(4, 3), torch.tensor([1, 2, 0, 3])),
+            ["x", "repeats"],
+            False,
+            {"x": {0: "n"}, "repeats": {0: "n"}},
+            ((rand(2, 3), torch.tensor([2, 2])), (rand(1, 3), torch.tensor([5]))),
+        ),
+        Case(
+            "conv_frames",
+            ConvFrames,
+            (rand(2, 2, 9),),
+            ["x"],
+            False,
+            {"x": {0: "b", 2: "t"}},
+            ((rand(1, 2, 5),), (rand(3, 2, 12),)),
         ),
     ]
 

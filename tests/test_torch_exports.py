@@ -64,6 +64,11 @@ EXPECTED_REWRITES = {
     "ts_drop_weakest": "loop-carries-stacked",
     "ts_row_differences": "loop-carries-stacked",
     "ts_unbind_comprehension": "loop-append-to-scan-output",
+    # as real models write them (issue 49): repeat_interleave splits by
+    # ConstantOfShape(Shape(r), 1), all ones; an embedding bag's row comes out of an If
+    "ts_repeat_interleave": "sequence-at-split",
+    "ts_conv_frames": "loop-append-to-scan-output",
+    "dynamo_embedding_bag": "loop-append-to-scan-output",
 }
 
 
