@@ -428,6 +428,51 @@ def test_1h_a_folder_run_killed_with_sigterm_leaves_no_worker_running(
             parent.wait()
 
 
+def _hidden(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob(".*"))
+
+
+@pytest.mark.parametrize(
+    ("signum", "when"),
+    [
+        (signal.SIGTERM, "first-model"),
+        (signal.SIGINT, "first-model"),
+        (signal.SIGTERM, "report"),
+        (signal.SIGINT, "report"),
+    ],
+    ids=["term-as-models-go-in-place", "int-as-models-go-in-place", "term-after", "int-after"],
+)
+def test_1h_a_signal_as_a_folder_run_ends_leaves_nothing_staged(
+    tmp_path: Path, signum: int, when: str
+) -> None:
+    """A signal landing as a folder run puts its files in place, removes its staging folders
+    or makes its workers (found by the adversarial search: 261 staging folders left, or
+    multiprocessing's 'Exception ignored ... Finalize' traceback): the run ends with one
+    line, and nothing staged is left, whatever the moment."""
+    source, out, report = tmp_path / "in", tmp_path / "out", tmp_path / "r.json"
+    for k in range(240):
+        shutil.copy(SAMPLE, _save(b"", source / f"d{k % 6}" / f"m{k}.onnx"))
+    command = [sys.executable, "-m", "seqpasses", "optimize", str(source), "-o", str(out)]
+    process = subprocess.Popen(
+        [*command, "-j", "2", "-q", "--report", str(report)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while process.poll() is None and time.monotonic() < deadline:
+        # (the commit has begun: staged files are going in place; the report goes last,
+        # and then the staging folders are removed)
+        if when == "report" and report.exists():
+            break
+        if when == "first-model" and any(not p.name.startswith(".") for p in out.rglob("m*")):
+            break
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode in (0, 128 + signum), (process.returncode, err)
+    assert b"Traceback" not in err and b"Exception ignored" not in err, err[-600:]
+    assert _hidden(tmp_path) == []
+
+
 # -- 2. malformed input: exit 2 with one line -----------------------------------------------------
 
 

@@ -24,6 +24,7 @@ from typing import Any
 __all__ = [
     "Interrupted",
     "Terminated",
+    "as_at_start",
     "came_from_interrupt",
     "catch_termination",
     "exit_code",
@@ -70,6 +71,17 @@ def catch_termination() -> None:
     for number in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(number) is signal.SIG_DFL:
             signal.signal(number, _terminate)
+
+
+def as_at_start() -> None:
+    """In a process forked while the signals were held back: Ctrl-C is Python's
+    KeyboardInterrupt again, SIGTERM and SIGHUP are :class:`Terminated` (as
+    :func:`catch_termination` set them in the parent)."""
+    if not _main_thread():
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, _terminate)
 
 
 def signal_of(interrupt: BaseException) -> int:

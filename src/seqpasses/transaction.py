@@ -242,7 +242,11 @@ class Transaction:
 
     def close(self) -> None:
         """Remove the staging folders; uncommitted, the folders made for the targets too
-        (those left empty)."""
+        (those left empty). A signal that comes meanwhile is raised once they are gone."""
+        with held_back():
+            self._close()
+
+    def _close(self) -> None:
         for folder in self.staging:
             if folder.is_dir() and not folder.is_symlink():
                 shutil.rmtree(folder, ignore_errors=True)

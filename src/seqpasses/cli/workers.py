@@ -20,7 +20,7 @@ from typing import Any
 
 from seqpasses.cli.job import Job, run_job
 from seqpasses.errors import BadInputError, path_error
-from seqpasses.interrupts import Interrupted, ignored, signal_of
+from seqpasses.interrupts import Interrupted, as_at_start, held_back, ignored, signal_of
 from seqpasses.transaction import Move, Transaction
 
 __all__ = ["ModelResult", "run_all"]
@@ -125,6 +125,7 @@ def _worker(job: Job, relative: str, pipe: Connection) -> None:
     removes, and the parent says what happened."""
     _die_with_parent()
     try:
+        as_at_start()  # (forked while the parent held signals back)
         pipe.send(_run_one(job, relative))
         pipe.close()
     except KeyboardInterrupt:
@@ -204,11 +205,14 @@ def _run_waves(
     while pending or running:
         while pending and len(running) < jobs:
             job, relative = pending.pop()
-            reader, writer = context.Pipe(duplex=False)
-            process = context.Process(target=_worker, args=(job, relative, writer), daemon=True)
-            process.start()
-            writer.close()
-            running.append(_Running(process, reader, relative, time.perf_counter()))
+            # (a signal that came while a worker is made, half made, would leave
+            # multiprocessing's bookkeeping of it broken: it is raised once the worker runs)
+            with held_back():
+                reader, writer = context.Pipe(duplex=False)
+                process = context.Process(target=_worker, args=(job, relative, writer), daemon=True)
+                process.start()
+                writer.close()
+                running.append(_Running(process, reader, relative, time.perf_counter()))
         now = time.perf_counter()
         soonest = min(task.start + timeout for task in running) - now
         # (a wait of more than an hour is cut short: a long --timeout cannot overflow it)
