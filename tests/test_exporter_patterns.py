@@ -1,8 +1,8 @@
 """Lists as real exporters write them (issue 49), each in its smallest form, structure and
 numbers: a row appended in a Loop that comes out of an ``If`` (the dynamo exporter's
 ``EmbeddingBag``), a split by a vector of ones as long as the axis (TorchScript's
-``repeat_interleave``), a Loop counter declared ``[1]`` (TorchScript declares it so; the
-spec makes it a scalar). The exports themselves are in ``sample_models/torch``
+``repeat_interleave``), read at a Loop counter declared ``[1]`` (TorchScript declares it
+so, and ONNX Runtime then feeds it so; the spec makes it a scalar). The exports themselves are in ``sample_models/torch``
 (``dynamo_embedding_bag``, ``ts_repeat_interleave``) and ``tests/test_torch_exports.py``."""
 
 from __future__ import annotations
@@ -118,7 +118,8 @@ g (float[n,3] x, int64[%s] r) => (float[n,3] y, int64 count) {
 def test_a_split_by_ones_as_long_as_the_axis_is_a_split_into_rows() -> None:
     """``SplitToSequence(x, ConstantOfShape(Shape(r), 1))`` with ``r`` as long as ``x``
     (both ``n``): every piece is one row, as many as ``x`` has, whatever ``n`` is. The Loop
-    counter is declared ``[1]`` (TorchScript does): it is a scalar all the same."""
+    counter is declared ``[1]`` (TorchScript does): the read is reshaped to what the Gather
+    needs, whichever ONNX Runtime feeds."""
     model = onnx.parser.parse_model(ONES_SPLIT % "n")
     report = seqpasses.Report()
     optimized = seqpasses.optimize(model, report=report)

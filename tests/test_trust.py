@@ -978,6 +978,47 @@ def test_3_a_small_model_finishes_within_bounds(tmp_path: Path, case: str) -> No
     _within_bounds("optimize", model, "-o", tmp_path / "out.onnx", "-q", *options)
 
 
+def _doubling(steps: int) -> onnx.ModelProto:
+    """A list whose one element is concatenated onto itself ``steps`` times in a Loop: 8
+    bytes in, ``8 * 2**steps`` bytes in the original's run (the rewrite leaves it)."""
+    sequence = h.make_tensor_sequence_value_info
+    body = h.make_graph(
+        [
+            h.make_node("ConcatFromSequence", ["sq"], ["t"], axis=0),
+            h.make_node("SequenceInsert", ["sq", "t"], ["sq2"]),
+            h.make_node("Identity", ["cin"], ["cout"]),
+        ],
+        "b",
+        [
+            h.make_tensor_value_info("i", T.INT64, []),
+            h.make_tensor_value_info("cin", T.BOOL, []),
+            sequence("sq", T.FLOAT, None),
+        ],
+        [h.make_tensor_value_info("cout", T.BOOL, []), sequence("sq2", T.FLOAT, None)],
+    )
+    nodes = [
+        h.make_node("Constant", [], ["M"], value=numpy_helper.from_array(np.array(steps))),
+        h.make_node("Constant", [], ["C"], value=numpy_helper.from_array(np.array(True))),
+        h.make_node("SequenceConstruct", ["x"], ["s0"]),
+        h.make_node("Loop", ["M", "C", "s0"], ["sl"], body=body),
+        h.make_node("SequenceLength", ["sl"], ["y"]),
+    ]
+    return _model(nodes, [_float("x", [2])], [h.make_tensor_value_info("y", T.INT64, [])])
+
+
+def test_3_check_of_a_model_whose_run_needs_24_gb_is_bounded(tmp_path: Path) -> None:
+    """--check runs the original: a 400-byte model whose run would take 24 GB is stopped at
+    --check's memory bound, said in the 'not verified' line (exit 4), and still written."""
+    model = _save(_doubling(30), tmp_path / "m.onnx")
+    out = tmp_path / "out.onnx"
+    code, seconds, peak = _bounded("optimize", model, "-o", out, "--check")
+    assert code == 4, f"exit {code} after {seconds:.1f} s, peak {peak / GIB:.2f} GiB"
+    assert seconds < 10 and peak < 2 * GIB
+    assert out.exists()
+    result = run_cli("optimize", _save(_doubling(30), tmp_path / "n.onnx"), "-o", out, "--check")
+    assert "memory to run (--check's bound)" in result.stdout + result.stderr
+
+
 def test_3_inspect_of_a_function_fan_out_finishes_within_bounds(tmp_path: Path) -> None:
     model = _save(_fan_out(24, 2), tmp_path / "m.onnx")
     _within_bounds("inspect", model)

@@ -76,20 +76,10 @@ def _set_base_dirs(model: ir.Model, folder: Path | None) -> None:
 
 def _unknown_dims(model: ir.Model) -> None:
     """A declared negative dim means nothing (ONNX Runtime runs such an input on any size):
-    it becomes unknown, in every graph. A Loop body's iteration number and condition are
-    scalars whatever their declarations say (TorchScript declares the number ``int64[1]``)."""
+    it becomes unknown, in every graph."""
     from seqpasses.core.graph import graphs
 
     for _, graph in graphs(model):
-        for node in graph:
-            if node.op_type != "Loop" or node.domain not in ("", "ai.onnx"):
-                continue
-            body = node.attributes.get("body")
-            if body is None or body.is_ref() or body.type != ir.AttributeType.GRAPH:
-                continue
-            for scalar in body.as_graph().inputs[:2]:
-                if scalar.shape is not None and len(scalar.shape) != 0:
-                    scalar.shape = ir.Shape([])
         values = [*graph.inputs, *graph.outputs]
         values.extend(out for node in graph for out in node.outputs)
         for value in values:

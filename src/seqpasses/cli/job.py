@@ -37,7 +37,7 @@ from seqpasses.progress import stage
 from seqpasses.report import Report
 from seqpasses.transaction import Destination, Transaction
 from seqpasses.verification import VerifyReport, verify
-from seqpasses.verification.engines import Held
+from seqpasses.verification.engines import Held, bound_runs
 from seqpasses.verification.inputs import check_inputs
 
 __all__ = [
@@ -49,6 +49,12 @@ __all__ = [
     "stage_model",
     "stage_report",
 ]
+
+CHECK_MEMORY = 2 << 30
+CHECK_MEMORY_FACTOR = 8
+"""The memory one run of --check may take, beyond what the process holds: the larger of 2 GiB
+and 8 times the model's weights. A run past it fails as a run the original fails on does
+(a 400-byte Loop that doubles a tensor 30 times would take 24 GB)."""
 
 CHECK_BUDGET_S = 10.0
 """Seconds an evaluator may spend on --check's input sets: it compares one, and more only while
@@ -139,6 +145,7 @@ def run_job(job: Job, transaction: Transaction) -> JobResult:
         shapes = job.options.shapes()
         if shapes:  # the original, run on inputs of the fixed shapes
             before = before.but(with_input_shapes(loaded.proto, shapes))
+        bound_runs(max(CHECK_MEMORY, CHECK_MEMORY_FACTOR * before.initializer_bytes))
         verdict = verify(
             before,
             Held(result.proto, folder),  # (weights on disk stay there: ONNX Runtime maps them)

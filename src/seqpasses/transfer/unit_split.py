@@ -71,6 +71,17 @@ def find(
     return None
 
 
+def _loop_counter(ctx: Context, position: ir.Value) -> bool:
+    """Whether ``position`` is the iteration number of the Loop whose body it is in."""
+    owner = ctx.facts.owner(position.graph)
+    return (
+        owner is not None
+        and owner[0].op_type == "Loop"
+        and position.graph is not None
+        and position.graph.inputs[:1] == [position]
+    )
+
+
 def _at_counter_of_unrolled_loop(ctx: Context, position: ir.Value) -> bool:
     owner = ctx.facts.owner(position.graph)
     return (
@@ -91,11 +102,19 @@ def read_at(ctx: Context, node: ir.Node, scope: Scope) -> Outcome | None:
     if _at_counter_of_unrolled_loop(ctx, position):
         return None  # read at the loop counter of a loop that will be unrolled: folded then
     pos_shape = scope.shapes.shape(position)
-    if pos_shape is None or len(pos_shape) != 0:
+    # (a Loop's counter declared int64[1], as TorchScript declares it, is fed so by ONNX
+    # Runtime: one value either way, reshaped to what the Gather needs)
+    counter = _loop_counter(ctx, position) and pos_shape is not None and pos_shape.dims == (1,)
+    if pos_shape is None or (len(pos_shape) != 0 and not counter):
         return None
     data, axis, squeeze, diverges = found
     emit = ctx.emitter(scope, node)
-    index = position if squeeze else emit.unsqueeze(position, 0)
+    if counter:
+        int64 = ir.TensorType(ir.DataType.INT64)
+        target, ones = (emit.int64s([]), []) if squeeze else (emit.int64s([1]), [1])
+        index = emit.op("Reshape", [position, target], type=int64, shape=ir.Shape(ones))
+    else:
+        index = position if squeeze else emit.unsqueeze(position, 0)
     data_shape = scope.shapes.shape(data)
     shape = None
     if data_shape is not None:

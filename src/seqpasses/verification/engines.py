@@ -4,7 +4,10 @@ a session from :mod:`seqpasses.checks.runtime`, which admission asks too) and
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import os
+import resource
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import onnx
@@ -12,8 +15,10 @@ import onnx
 from seqpasses.checks.runtime import Held, ort_session
 
 __all__ = [
+    "PAST_BOUND",
     "Held",
     "Runner",
+    "bound_runs",
     "error_line",
     "ort_missing",
     "ort_session",
@@ -101,6 +106,57 @@ def outcome(runner: Runner | str, feeds: dict[str, Any]) -> tuple[list[Any] | No
     if isinstance(runner, str):
         return None, f"cannot load: {runner}"
     try:
-        return runner(feeds), ""
+        with _memory_bound():
+            return runner(feeds), ""
+    except MemoryError:
+        return None, _past_bound()
     except Exception as error:
+        if "allocat" in str(error).lower() and _budget[0]:
+            return None, _past_bound()
         return None, error_line(error)
+
+
+PAST_BOUND = "it needs more than"
+"""How the reason of a run past :func:`bound_runs`' bound begins."""
+
+
+def _past_bound() -> str:
+    return f"{PAST_BOUND} {_budget[0] >> 20:,} MiB of memory to run (--check's bound)"
+
+
+_budget = [0]
+"""The most memory (bytes of address space) one run of a model may add (0: unbounded)."""
+
+
+def bound_runs(budget: int) -> None:
+    """Bound the memory each evaluator's run may take to ``budget`` bytes more than the
+    process holds when it starts (0: unbounded, the default). The command line sets it: a
+    few hundred bytes of Loop can double a tensor 30 times (24 GB), and a run past the
+    bound fails, as a run of the original that fails does, instead of the machine."""
+    _budget[0] = max(0, budget)
+
+
+@contextlib.contextmanager
+def _memory_bound() -> Iterator[None]:
+    budget = _budget[0]
+    if not budget or not hasattr(resource, "RLIMIT_AS"):
+        yield
+        return
+    try:
+        pages = int(open("/proc/self/statm").read().split()[0])  # noqa: SIM115
+        used = pages * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = used + budget
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    if soft != resource.RLIM_INFINITY and soft <= limit:
+        yield  # (a tighter bound is set already)
+        return
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
