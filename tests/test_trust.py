@@ -801,6 +801,56 @@ def test_2_strings_read_at_a_run_time_position_match_in_onnx_runtime(
             )
 
 
+@pytest.mark.parametrize("trips", ["constant", "input"])
+def test_2_strings_appended_in_a_loop_match_in_onnx_runtime(tmp_path: Path, trips: str) -> None:
+    """ONNX Runtime's Loop keeps only the first iteration's strings in a scan output (1.32):
+    a list of strings built in a Loop is not made one (unrolled where the count is known,
+    else left), and --check passes on it."""
+    ort = pytest.importorskip("onnxruntime")
+    sequence = h.make_tensor_sequence_value_info
+    body = h.make_graph(
+        [
+            h.make_node("Identity", ["cin"], ["cout"]),
+            h.make_node("Identity", ["x"], ["xx"]),
+            h.make_node("SequenceInsert", ["sin", "xx"], ["sout"]),
+        ],
+        "b",
+        [
+            h.make_tensor_value_info("i", T.INT64, []),
+            h.make_tensor_value_info("cin", T.BOOL, []),
+            sequence("sin", T.STRING, None),
+        ],
+        [h.make_tensor_value_info("cout", T.BOOL, []), sequence("sout", T.STRING, None)],
+    )
+    nodes = [
+        h.make_node("Cast", ["xf"], ["x"], to=T.STRING),
+        h.make_node("Constant", [], ["c"], value=numpy_helper.from_array(np.array(True))),
+        h.make_node("SequenceEmpty", [], ["e"], dtype=T.STRING),
+        h.make_node("Loop", ["M", "c", "e"], ["L"], body=body),
+        h.make_node("ConcatFromSequence", ["L"], ["y"], axis=1, new_axis=1),
+    ]
+    inputs = [h.make_tensor_value_info("xf", T.FLOAT, [4, 2])]
+    if trips == "constant":
+        nodes.insert(
+            0, h.make_node("Constant", [], ["M"], value=numpy_helper.from_array(np.array(3)))
+        )
+    else:
+        inputs.append(h.make_tensor_value_info("M", T.INT64, []))
+    graph = h.make_graph(nodes, "g", inputs, [h.make_tensor_value_info("y", T.STRING, [4, 3, 2])])
+    model = _save(h.make_model(graph, opset_imports=OPSETS), tmp_path / "m.onnx")
+    out = tmp_path / "out.onnx"
+    result = run_cli("optimize", model, "-o", out, "--check")
+    assert result.returncode == 0, result.stderr
+    feeds = {"xf": np.arange(8, dtype=np.float32).reshape(4, 2), "M": np.array(3)}
+    runs = []
+    for path in (model, out):
+        session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        names = {i.name for i in session.get_inputs()}
+        runs.append(session.run(None, {k: v for k, v in feeds.items() if k in names})[0])
+    assert runs[0].tolist() == runs[1].tolist()
+    assert (seqpasses.count_sequence_ops(out) == 0) == (trips == "constant")
+
+
 def _negative_dims(path: Path) -> onnx.ModelProto:
     """``path``'s model with every declared dim made -1, in every graph."""
     model = onnx.load(path)

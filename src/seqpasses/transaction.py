@@ -125,11 +125,13 @@ class Transaction:
         where: Path | None = None if target.stream else target.folder
         if self.root is not None and where is not None and resolved(self.root.parent) == where:
             where = self.root
-        try:
-            made = Path(tempfile.mkdtemp(prefix=f".{target.path.name[:64]}.", dir=where))
-        except OSError as error:
-            raise BadInputError(f"{target.given}: cannot write ({_why(error)})") from None
-        self.staging.append(made)
+        # (a signal between the folder's making and its record would leave it behind)
+        with held_back():
+            try:
+                made = Path(tempfile.mkdtemp(prefix=f".{target.path.name[:64]}.", dir=where))
+            except OSError as error:
+                raise BadInputError(f"{target.given}: cannot write ({_why(error)})") from None
+            self.staging.append(made)
         return made
 
     def stage(self, target: Destination) -> Path:
@@ -166,13 +168,14 @@ class Transaction:
             missing.append(at)
             at = at.parent
         for made in reversed(missing):
-            try:
-                made.mkdir()
-            except FileExistsError:
-                continue
-            except OSError as error:
-                raise BadInputError(f"{made}: cannot make it ({_why(error)})") from None
-            self.made.append(made)
+            with held_back():  # (made and recorded, or neither)
+                try:
+                    made.mkdir()
+                except FileExistsError:
+                    continue
+                except OSError as error:
+                    raise BadInputError(f"{made}: cannot make it ({_why(error)})") from None
+                self.made.append(made)
 
     def handover(self) -> tuple[list[Move], list[Path]]:
         """What is staged and what is to be removed, for another process to commit: this

@@ -81,6 +81,11 @@ def plan(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph, j: int) -> S
     if proven is None or shape is None:
         return "the appended element's shape is not provably the same every iteration"
     element_type = proven[0]
+    dtype = found.tensor.dtype or getattr(element_type, "dtype", None)
+    if dtype == ir.DataType.STRING:
+        # (ONNX Runtime 1.32 keeps only the first iteration's strings in a scan output of
+        # strings, the rest empty: the list stays, or another form takes it)
+        return "its elements are strings, which ONNX Runtime's scan outputs lose"
     runs = iterations(ctx, scope, node, body)
     runs_some = isinstance(runs, int) and runs >= 1
     reshape = bool(len(initial)) and not runs_some
