@@ -18,6 +18,7 @@ import onnx_ir as ir
 
 from seqpasses.core.dims import Dim, concat_shape, merge_form, shape_dims
 from seqpasses.core.sequence import sequence_dtype
+from seqpasses.core.strings import string_gather
 
 __all__ = ["Emitter", "EmitterCaches"]
 
@@ -101,43 +102,14 @@ class Emitter:
     ) -> ir.Value:
         """Any single-output op, for rewrites with no dedicated builder: its output gets
         ``type`` and ``shape`` (what the caller knows of it)."""
+        gathered = None
         if op_type == "Gather" and _is_string(inputs[0]) and self.opset >= 11:
-            out = self._string_gather(inputs[0], inputs[1], attributes.get("axis", 0))
+            gathered = string_gather(self, inputs[0], inputs[1], attributes.get("axis", 0))
+        if gathered is not None:
+            out = gathered
         else:
             out = self._add(op_type, inputs, attributes or None).outputs[0]
         _declare(out, type, shape)
-        return out
-
-    def _string_gather(
-        self, data: ir.Value | None, index: ir.Value | None, axis: object
-    ) -> ir.Value:
-        """``Gather`` of strings in a form ONNX Runtime computes: its Gather of string rows
-        copies the first string of each row and leaves the rest empty (1.32, any axis but
-        the last), its GatherND does not. Gather(x, i, axis=k) is GatherND(x', Unsqueeze(i, -1))
-        with ``k`` moved first in x' and the gathered dims moved back after."""
-        assert data is not None and index is not None and isinstance(axis, int)
-        dims, picked = shape_dims(data), shape_dims(index)
-        rank = len(dims) if dims is not None else None
-        k = axis + rank if axis < 0 and rank is not None else axis
-        if k != 0 and (rank is None or picked is None or k == rank - 1):
-            # (the last axis gathers single strings, which it copies right; an unknown rank
-            # leaves no form to write: --check finds what ONNX Runtime gets wrong)
-            return self._add("Gather", [data, index], {"axis": axis}).outputs[0]
-        moved = data
-        if k != 0:
-            assert rank is not None
-            perm = [k, *range(k), *range(k + 1, rank)]
-            moved = self._add("Transpose", [data], {"perm": perm}).outputs[0]
-            moved.type = data.type
-        last = self._axis_op("Unsqueeze", index, -1)
-        last.type = index.type
-        out = self._add("GatherND", [moved, last]).outputs[0]
-        if k != 0:
-            assert rank is not None and picked is not None
-            q = len(picked)
-            back = [*range(q, q + k), *range(q), *range(q + k, q + rank - 1)]
-            out.type = data.type
-            out = self._add("Transpose", [out], {"perm": back}).outputs[0]
         return out
 
     def check(self, value: ir.Value) -> ir.Value:
