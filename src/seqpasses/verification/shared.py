@@ -95,13 +95,19 @@ def _draws(
         where = f"input set {draw}" + ("" if given is not None else f" (seed {seed + draw})")
         start = time.perf_counter()
         outputs, error = outcome(judge, feeds)
-        result.seconds += time.perf_counter() - start
+        seconds = time.perf_counter() - start
+        result.seconds += seconds
         if outputs is None:
             result.original_failed += 1
             first_error = first_error or error
             scale_index += 1
             if error.startswith(PAST_BOUND):
                 break  # (larger inputs would need more still)
+            # (a draw the original fails on is looked for with at most half the budget:
+            # the next one's free dims are 4 times larger, and so, near enough, its run)
+            spent = time.perf_counter() - began
+            if budget_s is not None and not accepted and spent + 4 * seconds > budget_s / 2:
+                break
             continue
         accepted.append(_Draw(feeds, where, outputs))
     return accepted, first_error
