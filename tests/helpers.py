@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,14 +42,21 @@ def read_pty(leader: int) -> bytes:
     return b"".join(chunks)
 
 
-def run_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    """The real console entry point, in a child process."""
+def run_cli(
+    *args: str | Path,
+    env: dict[str, str] | None = None,
+    preexec_fn: Callable[[], None] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """The real console entry point, in a child process (``env``: variables changed in its
+    environment; ``preexec_fn``: a set-up run in the child before it starts)."""
     return subprocess.run(
         [sys.executable, "-m", "seqpasses", *map(str, args)],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
+        env=None if env is None else {**os.environ, **env},
+        preexec_fn=preexec_fn,
     )
 
 

@@ -112,15 +112,7 @@ def _run(
     preexec_fn: Callable[[], None] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``run_cli`` with a changed environment or a set-up in the child."""
-    return subprocess.run(
-        [sys.executable, "-m", "seqpasses", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env=None if env is None else {**os.environ, **env},
-        preexec_fn=preexec_fn,
-    )
+    return run_cli(*args, env=env, preexec_fn=preexec_fn)
 
 
 def _tree_bytes(root: Path) -> dict[str, bytes]:
@@ -165,29 +157,29 @@ def test_1a_two_models_given_one_data_file_name_one_at_a_time(tmp_path: Path) ->
     _shared_data_run(tmp_path, "-j", "1")
 
 
-def test_1b_a_link_in_the_output_folder_back_to_the_input_folder(tmp_path: Path) -> None:
+def _link_into_the_input(tmp_path: Path, landing: str, link: str, target: str) -> None:
+    """``in/LANDING`` and ``in/LINK/<its name>``, and ``out/LINK`` a symlink to ``TARGET``:
+    the second model's result would land on the first, an input. The run is refused and
+    the input tree is left as it was."""
     source, out = tmp_path / "in", tmp_path / "out"
-    shutil.copy(SAMPLE, _save(b"", source / "x.onnx"))
-    shutil.copy(SAMPLES / "split_edit_cat.onnx", _save(b"", source / "p" / "x.onnx"))
+    shutil.copy(SAMPLE, _save(b"", source / landing))
+    name = Path(landing).name
+    shutil.copy(SAMPLES / "split_edit_cat.onnx", _save(b"", source / link / name))
     out.mkdir()
-    (out / "p").symlink_to("../in")
+    (out / link).symlink_to(target)
     before = _tree_bytes(source)
     result = run_cli("optimize", source, "-o", out)
     _refused(result)
     assert _tree_bytes(source) == before
+
+
+def test_1b_a_link_in_the_output_folder_back_to_the_input_folder(tmp_path: Path) -> None:
+    _link_into_the_input(tmp_path, "x.onnx", "p", "../in")
 
 
 def test_1b_a_link_in_the_output_folder_to_another_input_subfolder(tmp_path: Path) -> None:
     # out/q -> ../in/sub: q/y.onnx's result would land on the input in/sub/y.onnx
-    source, out = tmp_path / "in", tmp_path / "out"
-    shutil.copy(SAMPLE, _save(b"", source / "sub" / "y.onnx"))
-    shutil.copy(SAMPLES / "split_edit_cat.onnx", _save(b"", source / "q" / "y.onnx"))
-    out.mkdir()
-    (out / "q").symlink_to("../in/sub")
-    before = _tree_bytes(source)
-    result = run_cli("optimize", source, "-o", out)
-    _refused(result)
-    assert _tree_bytes(source) == before
+    _link_into_the_input(tmp_path, "sub/y.onnx", "q", "../in/sub")
 
 
 def _folder_of_two(tmp_path: Path) -> Path:

@@ -84,13 +84,7 @@ def _loop_counter(ctx: Context, position: ir.Value) -> bool:
 
 def _at_counter_of_unrolled_loop(ctx: Context, position: ir.Value) -> bool:
     owner = ctx.facts.owner(position.graph)
-    return (
-        owner is not None
-        and owner[0].op_type == "Loop"
-        and position.graph is not None
-        and position.graph.inputs[:1] == [position]
-        and owner[0] in ctx.facts.unrolling
-    )
+    return _loop_counter(ctx, position) and owner is not None and owner[0] in ctx.facts.unrolling
 
 
 def read_at(ctx: Context, node: ir.Node, scope: Scope) -> Outcome | None:

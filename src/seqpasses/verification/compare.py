@@ -94,6 +94,7 @@ def verify(
     if names != [out.name for out in second.proto.graph.output]:
         return VerifyReport(mismatch="graph output names differ")
     drawn, ops = random_outputs(first.proto)
+    note = ""
     if drawn:
         note = (
             f"output(s) {', '.join(map(repr, drawn))} depend on a random op "
@@ -109,25 +110,11 @@ def verify(
             return VerifyReport(results=results, notes=[note])
         first = first.but(without_outputs(first.proto, drawn))
         second = second.but(without_outputs(second.proto, drawn))
-        report = verify(
-            first,
-            second,
-            runs=runs,
-            seed=seed,
-            strict_spec=strict_spec,
-            use_ort=use_ort,
-            inputs=inputs,
-            failures=failures,
-            budget_s=budget_s,
-            whole=whole,
-        )
-        report.notes.insert(0, note)
-        return report
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")  # (numpy's overflow warnings in reference kernels)
         missing = ort_missing() if use_ort else "not asked for"
         if failures == "must_match" or missing:
-            return verify_each(
+            report = verify_each(
                 first,
                 second,
                 runs=runs,
@@ -138,4 +125,8 @@ def verify(
                 failures=failures,
                 budget_s=budget_s,
             )
-        return verify_shared(first, second, runs, seed, strict_spec, inputs, budget_s, whole)
+        else:
+            report = verify_shared(first, second, runs, seed, strict_spec, inputs, budget_s, whole)
+    if note:
+        report.notes.insert(0, note)
+    return report
