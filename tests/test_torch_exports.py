@@ -57,7 +57,7 @@ EXPECTED_REWRITES = {
     "ts_list_index_input": "stacked-at",
     "ts_list_insert_at": "stacked-insert",
     "ts_list_del_at": "stacked-erase",
-    "ts_queue_pop": "loop-carries-stacked",
+    "ts_queue_pop": "loop-carries-elements",
     "ts_conditional_append": "loop-carries-stacked",
     "ts_if_list_lengths": "if-stacked-lists",
     "ts_history_reads": "loop-carries-stacked",

@@ -270,6 +270,7 @@ LOOP_ATTEMPTS: dict[str, str] = {
     "unroll": "unrolled",
     "scan": "a scan output",
     "running": "carried as its running concatenation",
+    "elements": "carried as its elements",
     "stacked": "carried as one tensor",
 }
 """The ways a Loop's list can go, as its reasons name them."""

@@ -19,7 +19,16 @@ from seqpasses.core.sequence import (
 )
 from seqpasses.walk.context import Context
 
-__all__ = ["END", "empty_rows", "joined", "length_of", "normalized", "plus", "slice_rows"]
+__all__ = [
+    "END",
+    "check_row",
+    "empty_rows",
+    "joined",
+    "length_of",
+    "normalized",
+    "plus",
+    "slice_rows",
+]
 
 END = 2**63 - 1
 
@@ -140,12 +149,25 @@ def without_row(emit: Emitter, st: StackedSequence, index: ir.Value, known: ir.V
     return emit.op("Gather", [st.tensor, rows], type=st.tensor.type, shape=fewer, axis=0)
 
 
+def check_row(emit: Emitter, st: StackedSequence, position: int) -> None:
+    """A check, read by nothing, that fails at run time where row ``position`` (a number,
+    negative from the back) is not in ``S``: ``Gather(S, [position])``, which accepts exactly
+    ``[-n, n-1]``. Nothing when ``st.least`` rows already prove it there. (Cheaper than
+    normalizing the position with ``Range`` and gathering every row kept: ONNX Runtime and
+    onnx.reference run a node no one reads.)"""
+    if -st.least <= position < st.least:
+        return
+    one = ir.Shape([1, *st.element])
+    index = emit.int64s([position])
+    emit.check(emit.op("Gather", [st.tensor, index], type=st.tensor.type, shape=one, axis=0))
+
+
 def slice_rows(
     emit: Emitter,
     st: StackedSequence,
     start: int | ir.Value,
     end: int | ir.Value,
-    length: int | None = None,
+    length: int | ir.SymbolicDim | None = None,
 ) -> ir.Value:
     """``S[start:end]`` along the first axis (``length`` rows, when the caller knows)."""
     bounds = [emit.int64s([b]) if isinstance(b, int) else b for b in (start, end)]

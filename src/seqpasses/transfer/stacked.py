@@ -11,10 +11,13 @@ split into chunks of one already is one (its input, transposed). On ``S``:
 3. ``SequenceInsert(s, t, p)`` -> ``S`` sliced at ``q`` with ``t`` unsqueezed between
    (no position: appended); ``SequenceErase(s, p)`` -> ``S`` without row ``q`` (no position:
    the last). A run-time ``p`` is checked and normalized as ``q = Gather(Range(0, n), p)``
-   (``Range(0, n + 1)`` for an insert): out of range it fails, as the original does;
+   (``Range(0, n + 1)`` for an insert): out of range it fails, as the original does. A
+   ``p`` known before run time in a list of run-time length needs no ``q``: slices of
+   constant bounds, and a ``Gather`` of row ``p`` (``p - 1`` for an insert) that nothing
+   reads fails where the edit does;
 4. ``ConcatFromSequence`` -> ``S`` (``new_axis=1``, axis 0), a ``Transpose`` of it, or a
-   ``Reshape`` merging its first two axes (``new_axis=0``); when ``n`` may be 0 a ``Gather`` of
-   row 0 keeps the original's failure on an empty list.
+   ``Reshape`` merging its first two axes (``new_axis=0``); when ``n`` may be 0 an unread
+   ``Gather`` of row 0 keeps the original's failure on an empty list.
 
 A stacked list that must be a sequence (a graph output, an op of another kind) is written back
 as ``SplitToSequence(S, axis=0, keepdims=0)``.
@@ -22,9 +25,12 @@ as ``SplitToSequence(S, axis=0, keepdims=0)``.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import onnx_ir as ir
 
 from seqpasses.core.dims import bounded, same_shape, shape_text
+from seqpasses.core.emit import Emitter
 from seqpasses.core.sequence import (
     PositionError,
     Reason,
@@ -72,6 +78,9 @@ def insert(ctx: Context, node: ir.Node, scope: Scope, because: Reason | None = N
     position = node.inputs[2] if len(node.inputs) > 2 else None
     index: int | ir.SymbolicDim | ir.Value | Reason = st.length
     if position is not None:
+        fixed = ctx.const_int(position)[0]
+        if fixed is not None and not isinstance(st.length, int):
+            return _inserted_at(emit, node, st, tensor, fixed)
         index = rows.normalized(ctx, emit, st, position, inserting=True)
     if isinstance(index, Reason):
         return Leave(reason=index)
@@ -91,6 +100,31 @@ def insert(ctx: Context, node: ir.Node, scope: Scope, because: Reason | None = N
     grown = StackedSequence(out, length, st.element, st.dtype, st.least + 1, checked, guard)
     where = "at the back" if position is None else f"at {position.name!r}"
     record = Record("stacked-insert", f"a row {where} of a [n, *E] tensor", computed=True)
+    return Fold(values={node.outputs[0]: grown}, records=[record])
+
+
+def _inserted_at(
+    emit: Emitter, node: ir.Node, st: StackedSequence, tensor: ir.Value, position: int
+) -> Outcome:
+    """An insert at a known ``position`` into a list whose length ``n`` is known only at run
+    time: ``S[:p]``, the row, ``S[p:]`` (slices of constant bounds), with a check, read by
+    nothing, that fails where the insert does (``p`` outside ``[-n, n]``: row ``p - 1``, or
+    ``p``, is not there)."""
+    if position != 0:
+        rows.check_row(emit, st, position - 1 if position > 0 else position)
+    row = emit.unsqueeze(tensor, 0)
+    parts = [row, st.tensor]
+    if position != 0:
+        parts = [
+            rows.slice_rows(emit, st, 0, position, position if position > 0 else None),
+            row,
+            rows.slice_rows(emit, st, position, rows.END, -position if position < 0 else None),
+        ]
+    length = rows.plus(st.length, 1)
+    out = rows.joined(emit, st, parts, length)
+    least = max(st.least, abs(position)) + 1
+    grown = replace(st, tensor=out, length=length, at_least=least)
+    record = Record("stacked-insert", f"a row at {position} of a [n, *E] tensor", computed=True)
     return Fold(values={node.outputs[0]: grown}, records=[record])
 
 
@@ -129,7 +163,10 @@ def erase(ctx: Context, node: ir.Node, scope: Scope, because: Reason | None = No
         return Leave(reason=Reason("out-of-range", text))
     emit = ctx.emitter(scope, node)
     position = node.inputs[1] if len(node.inputs) > 1 else None
-    static = position is None or ctx.const_int(position)[0] is not None
+    fixed = -1 if position is None else ctx.const_int(position)[0]
+    if fixed is not None and not isinstance(st.length, int):
+        return _erased_at(emit, node, st, fixed)
+    static = position is None or fixed is not None
     known = None if static and isinstance(st.length, int) else rows.positions(emit, st, 0)
     index = rows.normalized(ctx, emit, st, position, inserting=False, known=known)
     if isinstance(index, Reason):
@@ -154,6 +191,27 @@ def erase(ctx: Context, node: ir.Node, scope: Scope, because: Reason | None = No
     least = max(st.least - 1, 0)
     shrunk = StackedSequence(out, length, st.element, st.dtype, least, checked, guard)
     where = "the last row" if position is None else f"the row at {position.name!r}"
+    record = Record("stacked-erase", f"{where} of a [n, *E] tensor", computed=True)
+    return Fold(values={node.outputs[0]: shrunk}, records=[record])
+
+
+def _erased_at(emit: Emitter, node: ir.Node, st: StackedSequence, position: int) -> Outcome:
+    """An erase at a known ``position`` from a list whose length ``n`` is known only at run
+    time: ``S[:p]`` and ``S[p+1:]`` (slices of constant bounds), with a check, read by
+    nothing, that fails where the erase does (row ``p`` is not there)."""
+    rows.check_row(emit, st, position)
+    length = rows.plus(st.length, -1)
+    parts = []
+    if position != 0:
+        before = length if position == -1 else (position if position > 0 else None)
+        parts.append(rows.slice_rows(emit, st, 0, position, before))
+    if position != -1:
+        after = length if position == 0 else (-position - 1 if position < 0 else None)
+        parts.append(rows.slice_rows(emit, st, position + 1, rows.END, after))
+    out = rows.joined(emit, st, parts, length)
+    least = max(st.least, position + 1 if position >= 0 else -position) - 1
+    shrunk = replace(st, tensor=out, length=length, at_least=least)
+    where = "the last row" if position == -1 else f"the row at {position}"
     record = Record("stacked-erase", f"{where} of a [n, *E] tensor", computed=True)
     return Fold(values={node.outputs[0]: shrunk}, records=[record])
 
@@ -207,11 +265,7 @@ def _concat(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
         return Leave(reason=Reason("run-time-failure", text))
     emit = ctx.emitter(scope, node)
     stacked = st.tensor
-    if st.least == 0:  # may be empty: fail there, as the original does
-        one = ir.Shape([1, *st.element])
-        first = emit.op("Gather", [stacked, emit.int64s([0])], type=stacked.type, shape=one, axis=0)
-        rest = rows.slice_rows(emit, st, 1, rows.END)
-        stacked = emit.concat([emit.check(first), rest], 0, type=st.tensor.type, shape=st.shape())
+    rows.check_row(emit, st, 0)  # may be empty: fail there, as the original does
     dims = [st.length, *st.element]
     result = stacked
     if axis > 0:  # move the list axis to ``axis``

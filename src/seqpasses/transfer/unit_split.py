@@ -11,7 +11,7 @@ even when that length is known only at run time:
 3. ``ConcatFromSequence(s)``: squeezed slices stacked again -> a ``Transpose`` of ``x`` (or
    ``x``); laid end to end -> a ``Reshape`` (after a ``Transpose``); kept slices concatenated on
    the split axis -> ``x``. With zero slices the original fails at run time: where the axis
-   may be 0 long, ``x`` goes through a ``Gather`` of slice 0 first, which fails there too.
+   may be 0 long, an unread ``Gather`` of slice 0 fails there too.
 """
 
 from __future__ import annotations
@@ -146,17 +146,13 @@ def _sequence_length(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
 
 
 def _at_least_one(emit: Emitter, data: ir.Value, shape: ir.Shape, axis: int) -> ir.Value:
-    """``data`` again, through a check that fails at run time when it has no slice on
-    ``axis`` (a ``Gather`` of slice 0, the rest joined to it): a ConcatFromSequence of no
-    slice fails, and so must what replaces it."""
+    """``data`` again, with a check, read by nothing, that fails at run time when it has no
+    slice on ``axis`` (a ``Gather`` of slice 0): a ConcatFromSequence of no slice fails, and
+    so must what replaces it. (ONNX Runtime and onnx.reference run a node no one reads; a
+    ``Concat`` of that slice and the rest would copy ``data`` once more.)"""
     one = ir.Shape([1 if k == axis else d for k, d in enumerate(shape)])
-    first = emit.check(
-        emit.op("Gather", [data, emit.int64s([0])], type=data.type, shape=one, axis=axis)
-    )
-    bounds = [emit.int64s([1]), emit.int64s([END]), emit.int64s([axis])]
-    others = ir.Shape([ir.SymbolicDim(None) if k == axis else d for k, d in enumerate(shape)])
-    rest = emit.op("Slice", [data, *bounds], type=data.type, shape=others)
-    return emit.concat([first, rest], axis, type=data.type, shape=shape)
+    emit.check(emit.op("Gather", [data, emit.int64s([0])], type=data.type, shape=one, axis=axis))
+    return data
 
 
 def _restack(ctx: Context, node: ir.Node, scope: Scope, new_axis: int) -> Outcome | None:

@@ -10,7 +10,9 @@ For each ``Loop``, in this order:
    (:mod:`.lift`), and its lists become scan outputs where they can;
 4. a list read after the loop only whole (ConcatFromSequence along an existing axis,
    SequenceLength) is carried as its running concatenation (:mod:`.running`: ragged rows);
-5. a list read or edited at run-time positions is carried as one tensor (:mod:`.carry`);
+5. a list of one length at every iteration, edited at known positions, is carried as its
+   elements (:mod:`.elements`); a list read or edited at run-time positions is carried as
+   one tensor (:mod:`.carry`);
 6. a loop left as it is gets the shapes induction proves (:mod:`.induction`).
 
 Every way a loop's list stays is recorded as a reason of the Loop, which what reads the list
@@ -27,7 +29,7 @@ from seqpasses.core.dims import contradicts, fill_shape, merge_shapes
 from seqpasses.core.graph import graph_nodes, is_default, label
 from seqpasses.core.ops import SEQUENCE_OPS
 from seqpasses.options import Group
-from seqpasses.transfer.loops import carry, lift, running, scan, unroll
+from seqpasses.transfer.loops import carry, elements, lift, running, scan, unroll
 from seqpasses.transfer.loops.appends import append_pattern, appended_list
 from seqpasses.transfer.loops.induction import (
     appended,
@@ -140,11 +142,17 @@ def _running(ctx: Context, node: ir.Node, scope: Scope, lifted: bool) -> Proposa
         # (a lifted loop whose list a run-time read after it keeps from being a scan output)
         return Fold(declare=declare) if lifted else Leave(declare=declare)
 
-    def carried(current: ir.Node) -> Proposal:
+    def stacked(current: ir.Node) -> Proposal:
         if not ctx.options.enabled(Group.STACKED):
             return left(current)
         inner = current.attributes["body"].as_graph()
         return carry.carry_stacked(ctx, current, scope, inner, lambda: left(current))
+
+    def carried(current: ir.Node) -> Proposal:
+        if not ctx.options.enabled(Group.LOOP_SCAN):
+            return stacked(current)
+        inner = current.attributes["body"].as_graph()
+        return elements.carry_elements(ctx, current, scope, inner, lambda: stacked(current))
 
     if not ctx.options.enabled(Group.LOOP_SCAN):
         return carried(node)
@@ -234,6 +242,11 @@ RULES: dict[str, tuple[str, str]] = {
         Group.LOOP_SCAN,
         "a Loop appending to a list read after it only by ConcatFromSequence(new_axis=0) and "
         "SequenceLength -> it carries the concatenation (and a count)",
+    ),
+    "loop-carries-elements": (
+        Group.LOOP_SCAN,
+        "a Loop carrying a list of one length at every iteration, read and edited at known "
+        "positions -> it carries the list's elements, one tensor each",
     ),
     "loop-carries-stacked": (
         Group.STACKED,

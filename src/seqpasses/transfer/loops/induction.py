@@ -8,7 +8,7 @@ reproduce is dropped, until the assumptions hold (:func:`induction`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import onnx_ir as ir
 
@@ -74,11 +74,17 @@ def _body_shapes(
 
 
 def induction(
-    ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph
+    ctx: Context,
+    scope: Scope,
+    node: ir.Node,
+    body: ir.Graph,
+    initials: Sequence[ir.Value | None] | None = None,
 ) -> tuple[dict[ir.Value, TypeAndShape], list[TypeAndShape | None]]:
-    """The body's types and shapes, and the carried values proven to keep their initial shape."""
+    """The body's types and shapes, and the carried values proven to keep their initial shape
+    (``initials``: the carried values' initial values, when not ``node``'s: a body being
+    remade with other carried values)."""
     carried: list[TypeAndShape | None] = []
-    for initial in node.inputs[2:]:
+    for initial in node.inputs[2:] if initials is None else initials:
         if initial is None:
             carried.append(None)
             continue

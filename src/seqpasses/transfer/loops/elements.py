@@ -1,0 +1,208 @@
+"""A Loop that carries a list of one length at every iteration carries its elements.
+
+A queue (``l.pop(0)`` then ``l.append(t)``), a list of RNN states rebuilt each step
+(``SequenceConstruct(h1, h2)`` read back with ``SequenceAt``): the list starts with ``L``
+known elements, the body reads and edits it only at positions known before run time, and
+returns ``L`` elements again. Such a list is ``L`` loop-carried tensors: the body's sequence
+ops on it fold away (a pop and an append only pass tensors on: nothing is copied), and what
+reads the final list reads them. Carried as one ``[n, *E]`` tensor (:mod:`.carry`) each step
+would copy the list.
+
+Tried on a copy of the body walked with the list as its elements (each declared as the
+element it starts as); kept when every sequence op on the list went, the body returns ``L``
+elements, and induction proves each keeps the type and shape it starts with (else the copy is
+dropped and nothing changed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
+
+import onnx_ir as ir
+
+from seqpasses.core.graph import is_default
+from seqpasses.core.sequence import Reason, StaticSequence
+from seqpasses.transfer.loops.induction import induction, same, stable
+from seqpasses.walk.budget import cost_of
+from seqpasses.walk.context import Context, Scope
+from seqpasses.walk.outcomes import (
+    AbstractValue,
+    BodyForm,
+    Listed,
+    Made,
+    Outcome,
+    Proposal,
+    Rebuild,
+    Record,
+    Restructure,
+    Trial,
+)
+
+__all__ = ["carry_elements"]
+
+T = TypeVar("T")
+_POSITIONED = {"SequenceAt": 1, "SequenceErase": 1, "SequenceInsert": 2}
+_PASSING = ("SequenceInsert", "SequenceErase", "Identity")
+
+
+def _known_positions(ctx: Context, start: ir.Value) -> bool:
+    """Whether every op on ``start`` (a list the body carries) and the lists the body makes of
+    it reads or edits it at a position known before run time."""
+    seen, work = {start}, [start]
+    while work:
+        for use in work.pop().uses():
+            reader = use.node
+            if not is_default(reader):
+                return False
+            slot = _POSITIONED.get(reader.op_type)
+            if use.idx == 0 and slot is not None and len(reader.inputs) > slot:
+                position = reader.inputs[slot]
+                if position is not None and ctx.const_int(position)[0] is None:
+                    return False
+            if use.idx == 0 and reader.op_type in _PASSING:
+                for out in reader.outputs:
+                    if out not in seen:
+                        seen.add(out)
+                        work.append(out)
+    return True
+
+
+def _lists(ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph) -> dict[int, StaticSequence]:
+    """The lists the loop carries that start as known elements of known, stable types and
+    shapes, read and edited in the body only at known positions, by carried index."""
+    found: dict[int, StaticSequence] = {}
+    for j in range(len(node.inputs) - 2):
+        initial = ctx.facts.static(node.inputs[2 + j])
+        if initial is None or not 0 < len(initial) <= ctx.options.max_split:
+            continue
+        if not isinstance(body.inputs[2 + j].type, ir.SequenceType | None):
+            continue
+        shapes = [scope.shapes.shape(e) for e in initial.elements]  # (types too)
+        if not all(
+            isinstance(e.type, ir.TensorType) and stable(ctx, shape)
+            for e, shape in zip(initial.elements, shapes, strict=True)
+        ):
+            continue
+        if _known_positions(ctx, body.inputs[2 + j]):
+            found[j] = initial
+    return found
+
+
+def _expanded(values: Sequence[T], lists: Mapping[int, Sequence[T]]) -> list[T]:
+    """``values`` (carried, by index) with each list's slot ``j`` replaced by its elements."""
+    out: list[T] = []
+    for j, value in enumerate(values):
+        out.extend(lists.get(j, [value]))
+    return out
+
+
+def carry_elements(
+    ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph, rest: Callable[[], Proposal]
+) -> Proposal:
+    """Carry each list of one length the loop carries as its elements (see the module
+    docstring): a trial on a copy of the body; else ``rest()``."""
+    lists = _lists(ctx, scope, node, body)
+    if not lists:
+        return rest()
+
+    def otherwise(reason: Reason) -> Proposal:
+        return Outcome(refused=[(node, "elements", str(reason))], then=lambda _: rest())
+
+    over = ctx.budget.afford(*cost_of(body), "carrying a list's elements")
+    if over is not None:
+        return Trial.failed(Reason("unknown-sequence", str(over)), otherwise)
+    copy = body.clone(allow_outer_scope_values=True)
+    inputs: dict[int, list[ir.Value]] = {}
+    values: dict[ir.Value, AbstractValue] = {}
+    for j, initial in lists.items():
+        old = copy.inputs[2 + j]
+        inputs[j] = [
+            ir.Value(name=f"{old.name or 'list'}_{i}", type=e.type, shape=scope.shapes.shape(e))
+            for i, e in enumerate(initial.elements)
+        ]
+        values[old] = StaticSequence(inputs[j], initial.dtype)
+    olds = [copy.inputs[2 + j] for j in lists]
+    carried = _expanded(list(copy.inputs[2:]), inputs)
+    copy_inputs = [copy.inputs[0], copy.inputs[1], *carried]
+
+    def walked(made: Made) -> Proposal | Reason:
+        outs: dict[int, list[ir.Value]] = {}
+        for j, initial in lists.items():
+            final = ctx.facts.static(copy.outputs[1 + j])
+            if final is None or len(final) != len(initial):
+                text = "the body does not return the list as as many known elements"
+                return Reason("unknown-sequence", text)
+            outs[j] = list(final.elements)
+        copy_outputs = [copy.outputs[0], *_expanded(list(copy.outputs[1:]), outs)]
+        return Outcome(
+            bodies=[(copy, BodyForm(outputs=copy_outputs))],
+            sweep=[copy],
+            then=lambda _: _kept(ctx, node, scope, (body, copy), lists, olds),
+        )
+
+    attempt = Outcome(
+        clones=[(copy, body)],
+        bodies=[(copy, BodyForm(inputs=copy_inputs))],
+        values=values,
+        walk=[(copy, node, "body")],
+        then=walked,
+        charge=cost_of(body),
+    )
+    return Trial(attempt=attempt, otherwise=otherwise, drop=[copy])
+
+
+def _kept(
+    ctx: Context,
+    node: ir.Node,
+    scope: Scope,
+    graphs: tuple[ir.Graph, ir.Graph],
+    lists: dict[int, StaticSequence],
+    olds: list[ir.Value],
+) -> Proposal | Reason:
+    """The walked copy (``graphs``: the body and its copy, its lists now elements) as the
+    loop's body, when induction proves every element keeps its type and shape; else why not
+    (the trial is undone)."""
+    body, copy = graphs
+    if any(old.uses() for old in olds):  # (``olds``: the copy's lists, now elements)
+        return Reason("unknown-sequence", "a sequence op on the list stayed in the body")
+    initials = _expanded(list(node.inputs[2:]), {j: list(s.elements) for j, s in lists.items()})
+    known, proven = induction(ctx, scope, node, copy, initials)
+    at = 0
+    for j in range(len(node.inputs) - 2):
+        if j in lists:
+            for k, element in enumerate(lists[j].elements):
+                start = (element.type, scope.shapes.shape(element))
+                if not same(proven[at + k], start):
+                    text = "an element's type or shape is not the same at every iteration"
+                    return Reason("unknown-shape", text)
+            at += len(lists[j])
+        else:
+            at += 1
+    held: dict[ir.Value, Listed] = {}
+    moved: dict[int, int] = {}
+    index = 0
+    for k, old in enumerate(node.outputs):
+        if k in lists:
+            elements = lists[k].elements
+            types = [(e.type, scope.shapes.shape(e)) for e in elements]
+            held[old] = Listed(range(index, index + len(elements)), types, lists[k].dtype)
+            index += len(elements)
+        else:
+            moved[k] = index
+            index += 1
+    loop_inputs = [*node.inputs[:2], *initials]
+    plan = Rebuild(node, loop_inputs, {"body": (copy, BodyForm())}, index, moved)
+    which = ", ".join(f"{j} ({len(s)} elements)" for j, s in lists.items())
+    declare = {  # (what induction proves of the body's values, where nothing is declared)
+        value: (value.type or type_, shape)
+        for value, (type_, shape) in known.items()
+        if value.producer() is not None and value.graph is copy and value.type is None
+    }
+    return Restructure(
+        plan=plan,
+        held=held,
+        declare=declare,
+        discard=[body],
+        records=[Record("loop-carries-elements", f"carried list(s) {which} as their elements")],
+    )
