@@ -5,6 +5,8 @@ main graph fetched); inside bodies no list's element shape is claimed that a run
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -163,11 +165,30 @@ def test_the_table_shows_pinned_input_shapes_and_the_write_is_said(tmp_path: Pat
     assert pinned.returncode == 0 and "[5,10]" in pinned.stdout and "[B,10]" not in pinned.stdout
     written = run_cli("shapes", source, "--input-shape", "x:5,6", "-o", out)
     assert written.returncode == 0 and "[5,10]" in written.stdout
-    assert f"wrote {out}" in written.stderr
+    # (as optimize says it: on standard output, unless the model went there)
+    assert f"wrote {out}" in written.stdout and "wrote" not in written.stderr
     assert "not known" not in written.stderr  # (no value shaped without a type)
     assert _claims(onnx.load(out))["y"] == [5, 10]
     quiet = run_cli("shapes", source, "-o", out, "-q")
     assert quiet.returncode == 0 and quiet.stdout == quiet.stderr == ""
+
+
+def test_every_command_that_writes_refuses_a_dash_and_keeps_a_model_on_stdout_whole(
+    tmp_path: Path,
+) -> None:
+    source = SAMPLES / "unbind_stack.onnx"
+    for command in ("optimize", "shapes"):
+        result = run_cli(command, source, "-o", "-")
+        assert result.returncode == 2 and "-o -: name the output file" in result.stderr
+        assert not Path("-").exists()
+    written = subprocess.run(
+        [sys.executable, "-m", "seqpasses", "shapes", str(source), "-o", "/dev/stdout"],
+        capture_output=True,
+        check=False,
+    )
+    assert written.returncode == 0
+    onnx.checker.check_model(onnx.load_from_string(written.stdout))  # (the table went to stderr)
+    assert b"stacked" in written.stderr
 
 
 def test_strict_fails_on_a_disproved_declaration_and_writes_nothing(tmp_path: Path) -> None:

@@ -98,10 +98,15 @@ class Report:
             set(self.ops_before) | set(self.ops_after),
             key=lambda op: (self.ops_before[op] == self.ops_after[op], op),
         )
-        width = max([len("op"), *(len(op) for op in ops)])
+        total = sum(self.ops_before.values())
+        if self.ops_before == self.ops_after:  # (no row would say anything)
+            kinds = len(self.ops_before)
+            lines = [f"ops: {total} nodes of {kinds} op types, the same before and after"]
+            return [*lines, *self.summary_lines()]
+        width = max([len("total"), *(len(op) for op in ops)])
         lines = [f"{'op':<{width}}  {'before':>6}  {'after':>6}"]
-        for op in ops:
-            before, after = self.ops_before[op], self.ops_after[op]
+        rows = [(op, self.ops_before[op], self.ops_after[op]) for op in ops]
+        for op, before, after in [*rows, ("total", total, sum(self.ops_after.values()))]:
             mark = "" if before == after else f"  {after - before:+d}"
             lines.append(f"{op:<{width}}  {before:>6}  {after:>6}{mark}")
         lines.extend(self.summary_lines())
@@ -114,12 +119,14 @@ class Report:
 
     def summary_lines(self) -> list[str]:
         """:meth:`summary`, a line each."""
+        optionals = sum(1 for left in self.left if left.op_type in OPTIONAL_OPS)
         lines = [
             f"sequence ops: {self.sequence_ops_before} -> {self.sequence_ops_after}, "
-            f"{len(self.rewrites)} rewrites, {len(self.left)} left"
+            f"{len(self.rewrites)} rewrites, {len(self.left) - optionals} left"
         ]
-        if self.optional_ops_before or self.optional_ops_after:
-            lines.append(f"optional ops: {self.optional_ops_before} -> {self.optional_ops_after}")
+        if self.optional_ops_before or self.optional_ops_after or optionals:
+            line = f"optional ops: {self.optional_ops_before} -> {self.optional_ops_after}"
+            lines.append(line + (f", {optionals} left" if optionals else ""))
         return lines
 
     def as_dict(self) -> dict[str, Any]:
@@ -130,6 +137,8 @@ class Report:
             "sequence_ops_after": self.sequence_ops_after,
             "optional_ops_before": self.optional_ops_before,
             "optional_ops_after": self.optional_ops_after,
+            "nodes_before": sum(self.ops_before.values()),
+            "nodes_after": sum(self.ops_after.values()),
             "rewrites": [r.as_dict() for r in self.rewrites],
             "left": [r.as_dict() for r in self.left],
             "notes": list(self.notes),

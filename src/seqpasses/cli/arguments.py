@@ -4,11 +4,36 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+from pathlib import Path
+from typing import TextIO
 
 from seqpasses.errors import BadInputError
 from seqpasses.options import Options
 
-__all__ = ["input_shapes", "options_of"]
+__all__ = ["input_shapes", "options_of", "output_named", "shown_for"]
+
+
+def output_named(output: Path) -> None:
+    """Every command that writes a model refuses ``-o -`` alike (a file named ``-`` is almost
+    never what was meant)."""
+    if str(output) == "-":
+        raise BadInputError(
+            "-o -: name the output file, or -o /dev/stdout to write the model to standard output"
+        )
+
+
+def shown_for(output: Path | None) -> TextIO:
+    """Where a command that writes ``output`` prints its lines: standard output, or standard
+    error when the model goes to standard output (``-o /dev/stdout``: its bytes stay whole)."""
+    if output is None:
+        return sys.stdout
+    try:
+        same = os.path.samestat(os.stat(output), os.fstat(sys.stdout.fileno()))
+    except (OSError, ValueError):
+        same = False
+    return sys.stderr if same else sys.stdout
 
 
 def input_shapes(texts: list[str]) -> tuple[tuple[str, tuple[int, ...]], ...]:

@@ -10,12 +10,11 @@ import argparse
 import contextlib
 import importlib
 import math
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from seqpasses.cli.arguments import options_of
+from seqpasses.cli.arguments import options_of, output_named, shown_for
 from seqpasses.errors import BadInputError
 from seqpasses.interrupts import held_back
 from seqpasses.terminal import say
@@ -49,19 +48,7 @@ def _usage(args: argparse.Namespace) -> None:
         raise BadInputError("--timeout must be a number of seconds more than 0 (and finite)")
     if args.quiet and args.verbose:
         raise BadInputError("-q and -v contradict each other")
-    if str(args.output) == "-":
-        raise BadInputError(
-            "-o -: name the output file, or -o /dev/stdout to write the model to standard output"
-        )
-
-
-def _is_stdout(path: Path) -> bool:
-    """Whether ``path`` is this process's standard output (``-o /dev/stdout``): what would be
-    printed there goes to standard error, so the model's bytes stay whole."""
-    try:
-        return os.path.samestat(os.stat(path), os.fstat(sys.stdout.fileno()))
-    except (OSError, ValueError):
-        return False
+    output_named(args.output)
 
 
 def _optimize(args: argparse.Namespace) -> int:
@@ -115,7 +102,7 @@ def _optimize(args: argparse.Namespace) -> int:
     if verdict is not None and verdict.status == "mismatch":
         say(f"seqpasses: check failed, no output written: {verdict.mismatch}", file=sys.stderr)
         return 1
-    shown = sys.stderr if _is_stdout(args.output) else sys.stdout
+    shown = shown_for(args.output)
     if not args.quiet:
         for line in report.table_lines():
             say(line, file=shown)

@@ -13,7 +13,8 @@ import json
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,7 @@ class JobResult:
     verdict: VerifyReport | None  # None when --check was not asked for
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    run: dict[str, Any] = field(default_factory=dict)  # what reproduces it: see run_record
 
     @property
     def written(self) -> bool:
@@ -103,7 +105,32 @@ class JobResult:
         data["notes"] = self.all_notes
         data["timings_s"] = {**self.report.timings, **self.timings}
         data["check"] = None if self.verdict is None else self.verdict.as_dict()
+        data["run"] = self.run
         return data
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def run_record(job: Job) -> dict[str, Any]:
+    """What reproduces ``job`` beside its paths: the versions of seqpasses and of the
+    libraries whose answers it depends on, the options and the check's settings."""
+    check = None
+    if job.check:
+        given = None if job.check_inputs is None else str(job.check_inputs)
+        check = {"runs": job.check_runs, "inputs": given, "whole": job.check_whole}
+    return {
+        "versions": {
+            name: _version(name)
+            for name in ("seqpasses", "onnx", "onnx-ir", "onnxruntime", "numpy")
+        },
+        "options": asdict(job.options),
+        "check": check,
+    }
 
 
 def run_job(job: Job, transaction: Transaction) -> JobResult:
@@ -136,7 +163,7 @@ def run_job(job: Job, transaction: Transaction) -> JobResult:
         start = time.perf_counter()
         _stage_as_given(transaction, loaded, planned, bool(input_data))
         timings["save"] = time.perf_counter() - start
-        return JobResult(report, None, notes, timings)
+        return JobResult(report, None, notes, timings, run_record(job))
     verdict = None
     if job.check:
         start = time.perf_counter()
@@ -157,7 +184,7 @@ def run_job(job: Job, transaction: Transaction) -> JobResult:
         )
         timings["check"] = time.perf_counter() - start
         if verdict.status == "mismatch":
-            return JobResult(report, verdict, [], timings)
+            return JobResult(report, verdict, [], timings, run_record(job))
     start = time.perf_counter()
     stage("saving")
     model = result.model
@@ -172,7 +199,7 @@ def run_job(job: Job, transaction: Transaction) -> JobResult:
     else:
         stage_model(transaction, model, planned, result.skeleton)
     timings["save"] = time.perf_counter() - start
-    return JobResult(report, verdict, [], timings)
+    return JobResult(report, verdict, [], timings, run_record(job))
 
 
 def stage_files(transaction: Transaction, planned: Planned, write: Callable[[Path], None]) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import onnx
 
-from seqpasses.cli.arguments import input_shapes
+from seqpasses.cli.arguments import input_shapes, output_named, shown_for
 from seqpasses.core.graph import all_nodes, graph_paths, is_default
 from seqpasses.core.ops import LEFT_OPS, OPTIONAL_OPS, SEQUENCE_OPS
 from seqpasses.core.proto import all_proto_nodes
@@ -45,6 +45,9 @@ def shapes_command(args: argparse.Namespace) -> int:
     """``seqpasses shapes``: the inferred type and shape of outputs and sequence values; with
     ``-o``, the model written with every value it can type declared (:func:`write_shapes`)."""
     options = Options(strict_input=args.strict_input, input_shapes=input_shapes(args.input_shape))
+    if args.output is not None:
+        output_named(args.output)
+    shown = shown_for(args.output)
     loaded = load(args.input, options)
     if loaded.model is None:
         if args.output is not None:
@@ -64,7 +67,7 @@ def shapes_command(args: argparse.Namespace) -> int:
     if args.output is not None:
         write_shapes(loaded, options, args.input, args.output)
         if not args.quiet:
-            say(f"wrote {args.output}", file=sys.stderr)
+            say(f"wrote {args.output}", file=shown)
         if args.quiet:
             return 0
     elif options.input_shapes:  # (with -o, annotate said these)
@@ -85,7 +88,7 @@ def shapes_command(args: argparse.Namespace) -> int:
     ]
     if args.json:  # (JSON escapes every control character itself)
         data = {"outputs": facts.outputs, "values": [f.as_dict() for f in chosen]}
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        shown.write(json.dumps(data, indent=2) + "\n")
         return 0
     rows = [("value", "graph", "kind", "dtype", "shape", "length")]
     for f in chosen:
@@ -95,7 +98,8 @@ def shapes_command(args: argparse.Namespace) -> int:
         rows.append((f.name, f.graph, f.kind, f.dtype or "?", _format_shape(f.shape), length))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
-        say("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+        line = "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        say(line, file=shown)
     return 0
 
 
