@@ -85,6 +85,7 @@ def test_plain_lines_off_a_terminal_and_a_bar_on_one(tmp_path: Path) -> None:
     assert "[1/5]" in plain.stdout and "\r" not in plain.stdout + plain.stderr
     assert "ok   unbind_stack.onnx: sequence ops 4 -> 0" in plain.stdout
 
+    shutil.copy(SAMPLES / "wild" / "lenient_no_output_shape.onnx", source / "lenient.onnx")
     leader, follower = pty.openpty()  # a real terminal for stderr
     command = [
         sys.executable,
@@ -101,9 +102,11 @@ def test_plain_lines_off_a_terminal_and_a_bar_on_one(tmp_path: Path) -> None:
     os.close(follower)
     bar = read_pty(leader).decode()
     assert process.returncode == 1
-    assert "\r[" in bar and "5/5" in bar
+    assert "\r[" in bar and "6/6" in bar
     assert "FAIL nested/broken.onnx" in bar
     assert b"[1/5]" not in process.stdout  # the bar replaces the per-model lines
+    # (and what those lines would have noted is listed after the summary)
+    assert b"note: lenient.onnx: " in process.stdout and b"the ONNX checker says" in process.stdout
 
 
 def test_folder_errors_are_one_line(tmp_path: Path) -> None:
@@ -117,6 +120,12 @@ def test_folder_errors_are_one_line(tmp_path: Path) -> None:
     assert inside.returncode == 2 and "must not be inside the input folder" in inside.stderr
     jobs = run_cli("optimize", source, "-o", tmp_path / "o", "--jobs", "0")
     assert jobs.returncode == 2 and "--jobs must be at least 1" in jobs.stderr
+    # one rule with a single model's run: the folder holding what -o names must exist
+    deep = run_cli("optimize", source, "-o", tmp_path / "no" / "such" / "out")
+    assert deep.returncode == 2 and not (tmp_path / "no").exists()
+    assert f"{tmp_path / 'no' / 'such'}: output folder does not exist" in deep.stderr
+    one = run_cli("optimize", source / "unbind_stack.onnx", "-o", tmp_path / "no" / "m.onnx")
+    assert one.returncode == 2 and f"{tmp_path / 'no'}: output folder does not exist" in one.stderr
 
 
 def test_folder_mode_names_each_model_it_could_not_verify(tmp_path: Path) -> None:

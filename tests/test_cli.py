@@ -164,7 +164,11 @@ g (float[2] a, float[3] b, int64 i) => (float[?] y, int64 n) {
     result = run_cli("inspect", source)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert any(line.startswith("SequenceLength") and line.endswith("removed") for line in lines)
+    # (removed, and by which rewrite)
+    assert any(
+        line.startswith("SequenceLength") and line.endswith("removed: sequence-length")
+        for line in lines
+    ), lines
     at = next(line for line in lines if line.startswith("SequenceAt"))
     assert "left: position 'i' is a graph input" in at
     assert lines[-2] == "3 sequence ops: 1 would be removed, 2 left"

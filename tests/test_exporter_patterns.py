@@ -143,3 +143,62 @@ def test_a_split_by_ones_of_another_length_is_left(length: str) -> None:
     )
     with pytest.raises(Exception, match="split"):
         session.run(None, {"x": np.zeros((3, 3), np.float32), "r": np.ones(2, np.int64)})
+
+
+# A Loop body's carried inputs declared with what the exporter guessed: a list of rank-0
+# elements (``seq(float)`` in the text format) holding [2,3] and [3] tensors; a tensor declared [2,3] that doubles each step.
+# ONNX Runtime tolerates the guesses in the original; an If rewritten in the body must not
+# copy them into its new outputs, which ONNX Runtime enforces.
+GUESSED_LIST = """<ir_version: 8, opset_import: ["" : 18]>
+g (float[2,3] x, float[3] y, bool c, int64 n) => (float[A] o) {
+  t = Constant<value = bool {1}>()
+  l = SequenceConstruct(x, y)
+  fl = Loop(n, t, l) <body = body (int64 i, bool go, seq(float) li) => (bool go2, seq(float) lo) {
+    go2 = Identity(go)
+    lo = If(c) <then_branch = tb () => (seq(float) r1) {
+        zero = Constant<value = int64 {0}>()
+        e = SequenceAt(li, zero)
+        r1 = SequenceConstruct(e, e)
+    }, else_branch = eb () => (seq(float) r2) {
+        one = Constant<value = int64 {1}>()
+        e3 = SequenceAt(li, one)
+        r2 = SequenceConstruct(e3, e3)
+    }>
+  }>
+  last = Constant<value = int64 {-1}>()
+  element = SequenceAt(fl, last)
+  o = Flatten<axis = 0>(element)
+}"""
+
+GUESSED_TENSOR = """<ir_version: 8, opset_import: ["" : 18]>
+g (float[2,3] x, bool c, int64 n) => (float[A,3] o) {
+  t = Constant<value = bool {1}>()
+  fh = Loop(n, t, x) <body = body (int64 i, bool go, float[2,3] h) => (bool go2, float[2,3] ho) {
+    go2 = Identity(go)
+    lo = If(c) <then_branch = tb () => (seq(float[2,3]) r1) {
+        r1 = SequenceConstruct(h, h)
+    }, else_branch = eb () => (seq(float[2,3]) r2) {
+        r2 = SequenceConstruct(h, x)
+    }>
+    ho = ConcatFromSequence<axis = 0>(lo)
+  }>
+  o = Identity(fh)
+}"""
+
+
+@pytest.mark.parametrize("text", [GUESSED_LIST, GUESSED_TENSOR], ids=["list", "tensor"])
+def test_a_bodys_guessed_declarations_do_not_reach_what_a_rewrite_declares(text: str) -> None:
+    model = onnx.parser.parse_model(text)
+    report = seqpasses.Report()
+    optimized = seqpasses.optimize(model, report=report)
+    assert "if-static-sequences" in {r.rule for r in report.rewrites}
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    feeds = [
+        {"x": x, "y": np.ones(3, np.float32), "c": np.array(c), "n": np.array(k, np.int64)}
+        for c in (True, False)
+        for k in (0, 1, 2)
+    ]
+    if "y" not in {i.name for i in model.graph.input}:
+        feeds = [{k: v for k, v in f.items() if k != "y"} for f in feeds]
+    check = seqpasses.verify(model, optimized, inputs=feeds, failures="must_match")
+    assert check.ok and "onnxruntime" in check.engines, check.mismatch

@@ -360,3 +360,19 @@ def test_a_tensor_holding_what_its_dims_say_passes() -> None:
     ):
         tensor = T(name="c", data_type=dtype, dims=dims, **data)  # type: ignore[arg-type]
         check_wellformed(_graph(h.make_node("Constant", [], ["y"], value=tensor)), "m")
+
+
+def test_the_checkers_missing_shape_line_names_the_values() -> None:
+    # onnx's checker says which field is missing, not where: the warning names the values
+    from seqpasses.checks.admission import admit
+
+    graph = h.make_graph(
+        [h.make_node("Relu", ["x"], ["y"]), h.make_node("Neg", ["x"], ["z"])],
+        "g",
+        [h.make_tensor_value_info("x", T.FLOAT, [2])],
+        [h.make_tensor_value_info("y", T.FLOAT, None), h.make_tensor_value_info("z", T.FLOAT, [2])],
+    )
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 18)])
+    warnings = admit(model, "m.onnx")
+    assert len(warnings) == 1
+    assert "required but missing (graph output 'y')" in warnings[0], warnings

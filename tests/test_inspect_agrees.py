@@ -51,7 +51,7 @@ def test_inspect_and_optimize_agree(
     printed = capsys.readouterr().out
     assert "sequence ops:" in printed
     rows = [line.split() for line in printed.splitlines()[1:] if line.split()]
-    removed = {r[1] for r in rows if r[0] in SEQUENCE_OPS and r[-1] == "removed"}
+    removed = {r[1] for r in rows if r[0] in SEQUENCE_OPS and "removed:" in r}
     left = {r[1] for r in rows if r[0] in SEQUENCE_OPS and "left:" in r}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", seqpasses.InputWarning)
@@ -101,8 +101,8 @@ def test_inspect_prints_optimizes_records_whatever_the_names(
     assert inspect_command(source, Options()) == 0
     lines = capsys.readouterr().out.splitlines()
     fates = {line.split()[1]: line for line in lines[1:-2]}
-    assert fates["/SequenceConstruct"].endswith("removed")
-    assert fates["/ConcatFromSequence"].endswith("removed")
+    assert "  removed: " in fates["/SequenceConstruct"]
+    assert "  removed: " in fates["/ConcatFromSequence"]
     assert (
         "left: a sequence read by Slice '/Slice_4', which ONNX does not define on sequences"
         in (fates["/SequenceConstruct_1"])

@@ -49,7 +49,7 @@ def checker_complaints(model: onnx.ModelProto, path: Path | None = None) -> list
         else:
             onnx.checker.check_model(skeleton)
     except Exception as error:
-        complaints.append(first_line(error))
+        complaints.append(_named(first_line(error), model))
     if model.functions:
         context = onnx.checker.C.CheckerContext()
         context.ir_version = max(model.ir_version, 8)
@@ -62,6 +62,27 @@ def checker_complaints(model: onnx.ModelProto, path: Path | None = None) -> list
                 if not any(first_line(error) in c for c in complaints):
                     complaints.append(line)
     return complaints
+
+
+_NO_SHAPE = "Field 'shape' of 'type' is required but missing."
+
+
+def _named(line: str, model: onnx.ModelProto) -> str:
+    """The checker's line, with the values it is about where it does not name them (a graph
+    input or output declared without a shape field says only which field is missing)."""
+    if _NO_SHAPE not in line:
+        return line
+    graph = model.graph
+    named = [
+        f"{role} {value.name!r}"
+        for role, values in (("input", graph.input), ("output", graph.output))
+        for value in values
+        if value.type.HasField("tensor_type") and not value.type.tensor_type.HasField("shape")
+    ]
+    if not named:
+        return line
+    more = f" and {len(named) - 3} more" if len(named) > 3 else ""
+    return line.replace(_NO_SHAPE, f"{_NO_SHAPE[:-1]} (graph {', '.join(named[:3])}{more})")
 
 
 def _data_checked(function: onnx.FunctionProto) -> onnx.FunctionProto:

@@ -125,7 +125,8 @@ def run_batch(
                         transaction.staging.append(move.staged.parent)
                 for path in result.removals:
                     transaction.remove(path)
-        return _finish(template, results, transaction, plan.report, jobs, quiet, start)
+        noted = progress.bar  # (the bar showed no model's notes: the summary lists them)
+        return _finish(template, results, transaction, plan.report, jobs, (quiet, noted), start)
 
 
 def _finish(
@@ -134,10 +135,13 @@ def _finish(
     transaction: Transaction,
     report: Destination | None,
     jobs: int,
-    quiet: bool,
+    said: tuple[bool, bool],
     start: float,
 ) -> int:
-    """Put what the models staged in place with the report, then say what was done."""
+    """Put what the models staged in place with the report, then say what was done
+    (``said``: -q, and whether a bar stood for the per-model lines: their notes, warnings
+    about the input among them, are then listed after the summary)."""
+    quiet, noted = said
     elapsed = time.perf_counter() - start
     results.sort(key=lambda r: r.path)
     failed = [r for r in results if not r.ok]
@@ -191,6 +195,9 @@ def _finish(
             say(f"  not verified: {result.path}: {result.check_why}")
         for result in unchecked:
             say(f"  not checked: {result.path}: {result.check_why}")
+        for result in done if noted else ():
+            if result.note:
+                say(f"  note: {result.path}: {result.note}")
     if failed:
         return 1
     return 4 if unverified else 0

@@ -237,6 +237,10 @@ def plan_batch(
     """Check every path a folder run writes (see the module docstring), before it starts."""
     if target.exists() and not target.is_dir():
         raise BadInputError(f"{target}: the input is a folder, so the output must be one too")
+    if not target.exists() and not target.parent.is_dir():
+        # (one rule for every run: the folder that holds what -o names must exist; a folder
+        # run makes the folder it is given and the tree under it)
+        raise BadInputError(f"{target.parent}: output folder does not exist")
     overlap = _overlap(source, target)
     if overlap:
         raise BadInputError(f"{target}: {overlap}")

@@ -179,6 +179,11 @@ def inspect_command(path: Path, options: Options) -> int:
     records: dict[str, list[Rewrite]] = {}
     for left in report.left:
         records.setdefault(left.origin, []).append(left)
+    rules: dict[str, list[str]] = {}  # the rewrites that name each input node, in order
+    for rewrite in report.rewrites:
+        named = rules.setdefault(rewrite.origin, [])
+        if rewrite.rule not in named:
+            named.append(rewrite.rule)
     rows = [("op", "node", "graph", "fate")]
     counts = {"sequence": [0, 0], "optional": [0, 0]}  # ops, left
     for tag, op_type, name, where in tagged:
@@ -189,8 +194,10 @@ def inspect_command(path: Path, options: Options) -> int:
             fate = f"left: {found[0].detail}"
         elif found:
             fate = f"left in {len(found)} copies (unrolled or inlined): {found[0].detail}"
-        else:
-            fate = "removed"
+        elif rules.get(tag):
+            fate = "removed: " + ", ".join(rules[tag])
+        else:  # (no rewrite of its own: its list was known element by element)
+            fate = "removed: folded (the list's elements are known)"
         tally[1] += bool(found)
         rows.append((op_type, name or f"#{tag}", where, fate))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]

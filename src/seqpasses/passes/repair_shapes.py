@@ -33,6 +33,13 @@ from seqpasses.walk.walker import Walker
 __all__ = ["RepairShapesPass", "repair_declarations"]
 
 
+def _computed(shape: ir.Shape | None) -> str:
+    """What a repair note says was declared in place of a contradicted shape."""
+    if shape is None:
+        return "no shape known: declared without one"
+    return f"{shape_text(shape)}: declared so instead"
+
+
 class RepairShapesPass(ir.passes.InPlacePass):
     """Re-infer what depends on the walk's diverged values (see the module docstring)."""
 
@@ -65,7 +72,7 @@ class RepairShapesPass(ir.passes.InPlacePass):
                     if out.shape is not None:
                         edits.recorder.note(
                             f"'{out.name}': declared shape {shape_text(out.shape)} contradicts "
-                            f"what the rewritten graph computes; {shape_text(shape)} is declared"
+                            f"what the graph computes, {_computed(shape)}"
                         )
                     out.type = out.type or type_
                     out.shape = shape
@@ -102,10 +109,14 @@ class RepairShapesPass(ir.passes.InPlacePass):
                     "the rewrite (its rank differs between iterations or branches)"
                 )
                 continue
-            computed = "computed " + shape_text(shape) if shape is not None else "no shape"
+            computed = (
+                f"{shape_text(shape)}: declared so instead"
+                if shape is not None
+                else ("no shape known: declared without one")
+            )
             self.walker.edits.recorder.note(
                 f"'{out.name}': declared shape {shape_text(out.shape)} contradicts what the "
-                f"rewritten graph computes; {computed} is declared"
+                f"graph computes, {computed}"
             )
             out.shape = shape
             changed.append(out)
@@ -190,7 +201,7 @@ def _repair_declarations(model: ir.Model, note: Callable[[str], None]) -> bool:
             if value.shape is None or contradicts(declared, value.shape):
                 note(
                     f"'{value.name}': declared shape {shape_text(declared)} contradicts what "
-                    f"the rewritten graph computes; {shape_text(value.shape)} is declared"
+                    f"the graph computes, {_computed(value.shape)}"
                 )
         changed = True
     return changed

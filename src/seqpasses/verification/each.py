@@ -124,7 +124,7 @@ def verify_each(
         elif not result.compared:
             why = failed_first.get(result.name, "no input set")
             result.why = f"could not run the original on any input set ({why})"
-        if result.original_failed and failures == "skip":
+        if result.original_failed and failures == "skip" and result.compared:
             report.notes.append(
                 f"part of the verdict: {result.original_failed} input set(s) were set aside, "
                 f"the original itself fails on them ({result.name}: "

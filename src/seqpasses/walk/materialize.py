@@ -15,7 +15,7 @@ from seqpasses.core.emit import Emitter, EmitterCaches
 from seqpasses.core.graph import is_default, node_name, subgraphs
 from seqpasses.core.ops import ORT_SPLIT_TO_SEQUENCE_TYPES, SEQUENCE_OPS
 from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
-from seqpasses.report import Rewrite
+from seqpasses.report import ORIGIN, Rewrite
 from seqpasses.walk.facts import Facts, Reason
 from seqpasses.walk.recorder import Recorder
 from seqpasses.walk.scope import Scope
@@ -282,7 +282,8 @@ class MaterializeMixin:
                 maker = written.producer()
                 assert maker is not None
                 path = self.facts.paths.get(node, "")
-                rewrite = Rewrite(rule, node_name(node), node.op_type, path, detail)
+                origin = node.metadata_props.get(ORIGIN, "")
+                rewrite = Rewrite(rule, node_name(node), node.op_type, path, detail, origin=origin)
                 self.recorder.written_back(maker, rewrite)
 
     def canonicalize_outputs(self, scope: Scope) -> None:

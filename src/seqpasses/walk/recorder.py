@@ -8,7 +8,7 @@ from __future__ import annotations
 import onnx_ir as ir
 
 from seqpasses.core.graph import nested_nodes, node_name
-from seqpasses.report import Report, Rewrite
+from seqpasses.report import ORIGIN, Report, Rewrite
 from seqpasses.walk.facts import Facts
 from seqpasses.walk.scope import Scope
 from seqpasses.walk.trial import CreatedNodes
@@ -35,8 +35,10 @@ class Recorder:
     def applied(self, rule: str, node: ir.Node, detail: str = "") -> bool:
         """Record a rewrite (``rule``: a registered rewrite id); True, for the transfer."""
         self.rewrote = True
+        path = self.facts.paths.get(node, "")
+        origin = node.metadata_props.get(ORIGIN, "")
         self.report.rewrites.append(
-            Rewrite(rule, node_name(node), node.op_type, self.facts.paths.get(node, ""), detail)
+            Rewrite(rule, node_name(node), node.op_type, path, detail, origin=origin)
         )
         return True
 
@@ -45,7 +47,8 @@ class Recorder:
         as one tensor takes effect when its readers are rewritten (``node`` then dies). It
         counts only if ``node`` is gone after dead-code removal (:meth:`drop_unused`)."""
         path = self.facts.paths.get(node, "")
-        rewrite = Rewrite(rule, node_name(node), node.op_type, path, detail)
+        origin = node.metadata_props.get(ORIGIN, "")
+        rewrite = Rewrite(rule, node_name(node), node.op_type, path, detail, origin=origin)
         self.report.rewrites.append(rewrite)
         self.pending.append((rewrite, node, False))
         return True

@@ -33,6 +33,7 @@ from seqpasses.transfer.loops import carry, elements, lift, running, scan, unrol
 from seqpasses.transfer.loops.appends import append_pattern, appended_list
 from seqpasses.transfer.loops.induction import (
     appended,
+    carried_guesses,
     carried_shapes,
     induction,
     scan_shapes,
@@ -225,8 +226,21 @@ def _appended_element(
     return {final: (final_type or ir.SequenceType(ir.TensorType(dtype)), merged)}
 
 
+def _before(ctx: Context, node: ir.Node, scope: Scope) -> Outcome | None:
+    """Before the body is walked: its carried inputs declared as proven (not as the
+    exporter guessed), and whether the loop will be unrolled."""
+    body_attr = node.attributes.get("body")
+    if body_attr is None or body_attr.type != ir.AttributeType.GRAPH:
+        return None
+    declare = carried_guesses(ctx, scope, node, body_attr.as_graph())
+    planned = unroll.plan_unrolling(ctx, node, scope)
+    if not declare:
+        return planned
+    return Outcome(declare=declare, unrolling=planned.unrolling if planned else None)
+
+
 TABLE: dict[tuple[str, str], Entry] = {
-    ("Loop", "*"): Entry(_loop, before=unroll.plan_unrolling, dry=False, analyze=_loop_shapes),
+    ("Loop", "*"): Entry(_loop, before=_before, dry=False, analyze=_loop_shapes),
 }
 
 RULES: dict[str, tuple[str, str]] = {

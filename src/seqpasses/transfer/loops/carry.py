@@ -82,6 +82,16 @@ def _versions(ctx: Context, start: ir.Value) -> set[ir.Value]:
     return seen
 
 
+def _erases(ctx: Context, start: ir.Value) -> bool:
+    """Whether the body erases an element of ``start`` (a list it carries) or of a list it
+    makes of it."""
+    return any(
+        use.node.op_type == "SequenceErase" and use.idx == 0
+        for value in _versions(ctx, start)
+        for use in value.uses()
+    )
+
+
 def _inserted_element(
     ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph, j: int, dtype: ir.DataType | None
 ) -> Element | None:
@@ -256,6 +266,7 @@ def carry_stacked(
     olds: dict[int, ir.Value] = {}
     values: dict[ir.Value, AbstractValue] = {}
     copy_inputs = list(copy.inputs)
+    assumed: dict[int, int] = {}  # the fewest rows each list has at every iteration
     for j, (_, (shape, dtype), least) in lists.items():
         old = copy.inputs[2 + j]
         rows = ir.Value(
@@ -265,14 +276,19 @@ def carry_stacked(
         )
         copy_inputs[2 + j] = rows
         olds[j] = old
-        values[old] = StackedSequence(rows, ir.SymbolicDim(None), shape, dtype, least)
+        # (the rows it starts with hold at every iteration only where the body never erases
+        # one; what the body returns is checked to hold as many below)
+        assumed[j] = 0 if _erases(ctx, body.inputs[2 + j]) else least
+        values[old] = StackedSequence(rows, ir.SymbolicDim(None), shape, dtype, assumed[j])
     unloadable = len(ctx.edits.unloadable)
 
-    def walked(made: Made) -> Proposal:
+    def walked(made: Made) -> Proposal | Reason:
         results: dict[int, StackedSequence] = {}
         copy_outputs = list(copy.outputs)
         for j, (_, (shape, dtype), _) in lists.items():
             st = ctx.facts.stacked(copy.outputs[1 + j])
+            if st is not None and st.least < assumed[j]:
+                return Reason("unknown-sequence", "the body may return the list shorter")
             if st is not None and same_shape(st.element, shape) and st.dtype == dtype:
                 results[j] = st
                 copy_outputs[1 + j] = st.tensor

@@ -22,6 +22,7 @@ from typing import TypeVar
 import onnx_ir as ir
 
 from seqpasses.core.graph import is_default
+from seqpasses.core.ops import SEQUENCE_OPS
 from seqpasses.core.sequence import Reason, StaticSequence
 from seqpasses.transfer.loops.induction import induction, same, stable
 from seqpasses.walk.budget import cost_of
@@ -46,26 +47,29 @@ _POSITIONED = {"SequenceAt": 1, "SequenceErase": 1, "SequenceInsert": 2}
 _PASSING = ("SequenceInsert", "SequenceErase", "Identity")
 
 
-def _known_positions(ctx: Context, start: ir.Value) -> bool:
+def _known_positions(ctx: Context, start: ir.Value) -> tuple[bool, bool]:
     """Whether every op on ``start`` (a list the body carries) and the lists the body makes of
-    it reads or edits it at a position known before run time."""
+    it reads or edits it at a position known before run time; and whether a sequence op other
+    than an Identity reads it (else carrying its elements gains nothing)."""
     seen, work = {start}, [start]
+    read = False
     while work:
         for use in work.pop().uses():
             reader = use.node
             if not is_default(reader):
-                return False
+                return False, read
+            read = read or (reader.op_type in SEQUENCE_OPS and reader.op_type != "Identity")
             slot = _POSITIONED.get(reader.op_type)
             if use.idx == 0 and slot is not None and len(reader.inputs) > slot:
                 position = reader.inputs[slot]
                 if position is not None and ctx.const_int(position)[0] is None:
-                    return False
+                    return False, read
             if use.idx == 0 and reader.op_type in _PASSING:
                 for out in reader.outputs:
                     if out not in seen:
                         seen.add(out)
                         work.append(out)
-    return True
+    return True, read
 
 
 def _lists(ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph) -> dict[int, StaticSequence]:
@@ -84,7 +88,10 @@ def _lists(ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph) -> dict[in
             for e, shape in zip(initial.elements, shapes, strict=True)
         ):
             continue
-        if _known_positions(ctx, body.inputs[2 + j]):
+        known, read = _known_positions(ctx, body.inputs[2 + j])
+        # (a list the body only passes on that is a graph output would be written back: one
+        # sequence op more, none fewer)
+        if known and (read or not node.outputs[j].is_graph_output()):
             found[j] = initial
     return found
 

@@ -21,6 +21,7 @@ from seqpasses.walk.outcomes import Declared
 __all__ = [
     "appended",
     "appended_shape",
+    "carried_guesses",
     "carried_shapes",
     "declared_ones",
     "induction",
@@ -247,4 +248,29 @@ def scan_shapes(
         assert shape is not None
         stacked = ir.Shape([ir.SymbolicDim(None) if runs is None else runs, *shape])
         found[out] = (out.type or value.type or type_, stacked)
+    return found
+
+
+def carried_guesses(
+    ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph
+) -> dict[ir.Value, Declared]:
+    """What the body's carried inputs are declared in place of an exporter's guesses: a
+    list's element shape is forgotten (the first iteration's, or rank 0 where the exporter's
+    inference could not tell); a tensor's is the shape induction proves from the loop's
+    initial value, or none. Trusted, a guess would reach what a rewrite declares, such as an
+    If's new outputs, which ONNX Runtime enforces where it only tolerated the guess."""
+    found: dict[ir.Value, Declared] = {}
+    proven: list[TypeAndShape | None] | None = None
+    for j, value in enumerate(body.inputs[2:]):
+        if value.shape is None:
+            continue
+        if isinstance(value.type, ir.SequenceType):
+            found[value] = (value.type, None)
+            continue
+        if proven is None:
+            proven = induction(ctx, scope, node, body)[1]
+        given = proven[j] if j < len(proven) else None
+        shape = given[1] if given is not None else None
+        if shape is None or not same_shape(shape, value.shape):
+            found[value] = (value.type, shape)
     return found
