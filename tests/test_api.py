@@ -179,3 +179,34 @@ def test_fold_options_refuse_what_optimize_refuses() -> None:
         seqpasses.optimize(onnx.load(SAMPLES / "unbind_stack.onnx"), skip=["nosuch"])
     with pytest.raises(ValueError, match="--max-split must be at least 1"):
         seqpasses.FoldOptions(max_split=0)
+
+
+def test_the_table_totals_says_one_line_when_nothing_changed_and_counts_optionals_apart() -> None:
+    kept = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
+    g (float[2] x) => (optional(float[2]) y, float[2] z) {
+      y = Optional(x)
+      z = Relu(x)
+    }""")
+    report = seqpasses.Report()
+    seqpasses.optimize(kept, report=report)
+    assert report.table().splitlines() == [
+        "ops: 2 nodes of 2 op types, the same before and after",
+        "sequence ops: 0 -> 0, 0 rewrites, 0 left",  # (the Optional is not a sequence op)
+        "optional ops: 1 -> 1, 1 left",
+    ]
+    changed = seqpasses.Report()
+    seqpasses.optimize(onnx.load(SAMPLES / "unbind_stack.onnx"), report=changed)
+    lines = changed.table().splitlines()
+    assert lines[-2].split() == ["total", "6", "4", "-2"]
+    assert changed.as_dict()["nodes_before"] == 6 and changed.as_dict()["nodes_after"] == 4
+
+
+def test_a_contradicted_declaration_is_said_once_with_what_replaces_it() -> None:
+    # TorchScript declares del l[p]'s concatenation [n, 3]; it computes a vector
+    report = seqpasses.Report()
+    seqpasses.optimize(onnx.load(SAMPLES / "torch" / "ts_list_del_at.onnx"), report=report)
+    said = [n for n in report.notes if "contradicts" in n]
+    assert said == [
+        "output '5': declared shape [ConcatFromSequence5_dim_0,3] contradicts what the graph "
+        "computes, [?]: declared so instead"
+    ], report.notes

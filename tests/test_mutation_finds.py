@@ -147,7 +147,9 @@ def test_a_list_as_long_as_a_huge_dim_is_not_materialized() -> None:
 def test_a_model_only_a_full_check_rejects_is_bad_input(tmp_path: Path) -> None:
     """The loop of ``ts_unbind_loop_stack`` with its append made a ``SplitToSequence`` of the
     list (which the plain checker does not type): the passes made more sequence ops of it,
-    and the self-check called that a fault of seqpasses. It is the input's."""
+    and the self-check called that a fault of seqpasses. It is the input's: refused in one
+    line, or (since the body's declared list is no longer trusted, nothing the passes do
+    there fails) written with fewer sequence ops; never an internal error."""
     model = onnx.load(SAMPLES / "torch" / "ts_unbind_loop_stack.onnx")
     loop = next(node for node in model.graph.node if node.op_type == "Loop")
     body = loop.attribute[0].g
@@ -156,6 +158,10 @@ def test_a_model_only_a_full_check_rejects_is_bad_input(tmp_path: Path) -> None:
     onnx.checker.check_model(model)  # (the plain check passes)
     source = _save(model, tmp_path / "m.onnx")
     result = run_cli("optimize", source, "-o", tmp_path / "o.onnx")
-    assert result.returncode == 2, result.stderr
-    assert "fails onnx's full check" in result.stderr
-    assert len(result.stderr.splitlines()) == 1
+    assert result.returncode in (0, 2), result.stderr
+    assert "bug in seqpasses" not in result.stderr and "Traceback" not in result.stderr
+    if result.returncode == 2:
+        assert "fails onnx's full check" in result.stderr
+        assert len(result.stderr.splitlines()) == 1
+    else:
+        assert sequence_op_count(onnx.load(tmp_path / "o.onnx")) < sequence_op_count(model)

@@ -163,7 +163,7 @@ def annotate(
     for value, declared, shown in refuted:
         line = (
             f"output '{value.name}': declared {shape_text(declared)}, which seqpasses "
-            f"disproves; {shape_text(shown)} is declared"
+            f"disproves: declared {shape_text(shown)} instead"
         )
         notes.append(line)
         if disproved is not None:

@@ -209,8 +209,8 @@ class Edits(KeepMixin, MaterializeMixin, OutcomesMixin):
             # The exporter declared a shape the output never has (seen in TorchScript
             # exports); keeping it would make the rewritten graph fail ONNX's checker.
             self.recorder.note(
-                f"output '{name}': declared shape {shape_text(old.shape)} contradicts the "
-                f"computed {shape_text(new.shape)}; the computed one is declared"
+                f"output '{name}': declared shape {shape_text(old.shape)} contradicts what "
+                f"the graph computes, {shape_text(new.shape)}: declared so instead"
             )
         else:
             new.shape = fill_shape(old.shape, new.shape, numbers_win=True)
