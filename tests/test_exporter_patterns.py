@@ -202,3 +202,83 @@ def test_a_bodys_guessed_declarations_do_not_reach_what_a_rewrite_declares(text:
         feeds = [{k: v for k, v in f.items() if k != "y"} for f in feeds]
     check = seqpasses.verify(model, optimized, inputs=feeds, failures="must_match")
     assert check.ok and "onnxruntime" in check.engines, check.mismatch
+
+
+# Guesses on values made inside a branch or body (value_info the exporter wrote for the first
+# run: [2] and [3] where the run gives [3] and [6]): the If rewritten returns those values as
+# its outputs, where ONNX Runtime enforces what they are declared.
+GUESSED_IN_BRANCH = """<ir_version: 8, opset_import: ["" : 17]>
+g (float[N] a, int64[1] k, bool b) => (float[?] y, float[?] y2) {
+  st = Constant <value = int64[1] {0}> ()
+  s = If(b) <then_branch = t () => (seq(float[?]) o1) <float[2] x1> {
+      x1 = Slice(a, st, k)
+      o1 = SequenceConstruct(x1, a)
+    }, else_branch = e () => (seq(float[?]) o2) <float[2] y1, float[2] y3> {
+      y1 = Slice(a, st, k)
+      y3 = Neg(y1)
+      o2 = SequenceConstruct(y3, a)
+    }>
+  st0 = Constant <value = int64 {0}> ()
+  y = SequenceAt(s, st0)
+  y2 = ConcatFromSequence <axis = 0> (s)
+}"""
+
+GUESSED_IN_BODY = """<ir_version: 8, opset_import: ["" : 17]>
+g (int64 n, float[3] a, bool b) => (float[?] y, float[?] xf) {
+  xf, ys = Loop(n, , a) <body = body (int64 i, bool cc, float[?] x) => (bool co, float[?] xo, float r) <float[3] x2> {
+    co = Identity(cc)
+    x2 = Identity(x)
+    s = If(b) <then_branch = t () => (seq(float[?]) o1) {
+        x1 = Neg(x2)
+        o1 = SequenceConstruct(x1, x2)
+      }, else_branch = e () => (seq(float[?]) o2) {
+        o2 = SequenceConstruct(x2, x2)
+      }>
+    c = ConcatFromSequence <axis = 0> (s)
+    r = ReduceSum <keepdims = 0> (c)
+    xo = Concat <axis = 0> (x, a)
+  }>
+  y = Identity(ys)
+}"""
+
+
+@pytest.mark.parametrize(
+    ("text", "feeds"),
+    [
+        (
+            GUESSED_IN_BRANCH,
+            [
+                {"a": np.arange(5, dtype=np.float32), "k": np.array([k]), "b": np.array(b)}
+                for k in (2, 3)
+                for b in (True, False)
+            ],
+        ),
+        (
+            GUESSED_IN_BODY,
+            [
+                {"n": np.array(n), "a": np.arange(3, dtype=np.float32), "b": np.array(b)}
+                for n in (0, 1, 3)
+                for b in (True, False)
+            ],
+        ),
+    ],
+    ids=["branch", "body"],
+)
+def test_guesses_on_values_inside_a_branch_are_not_declared_as_its_outputs(
+    text: str, feeds: list[dict[str, np.ndarray]]
+) -> None:
+    model = onnx.parser.parse_model(text)
+    report = seqpasses.Report()
+    optimized = seqpasses.optimize(model, report=report)
+    assert "if-static-sequences" in {r.rule for r in report.rewrites}
+    check = seqpasses.verify(model, optimized, inputs=feeds, failures="must_match")
+    assert check.ok and "onnxruntime" in check.engines, check.mismatch
+
+
+def test_an_error_that_mentions_allocation_is_not_one_of_memory() -> None:
+    from seqpasses.verification.engines import _out_of_memory
+
+    pre = "has shape {3} ... either supply unallocated output OrtValues or ensure the pre-allocated shapes match"
+    assert not _out_of_memory(pre)
+    assert _out_of_memory("std::bad_alloc")
+    assert _out_of_memory("Failed to allocate memory for requested buffer of size 8")

@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import onnx
+import onnx_ir as ir
 
 from seqpasses.cli.arguments import input_shapes, output_named, shown_for
 from seqpasses.core.graph import all_nodes, graph_paths, is_default
@@ -64,8 +65,9 @@ def shapes_command(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return EXIT_DISPROVED
+    declared: ir.Model | None = None  # (what -o writes: the table prints it)
     if args.output is not None:
-        write_shapes(loaded, options, args.input, args.output)
+        declared = write_shapes(loaded, options, args.input, args.output)
         if not args.quiet:
             say(f"wrote {args.output}", file=shown)
         if args.quiet:
@@ -79,7 +81,10 @@ def shapes_command(args: argparse.Namespace) -> int:
         from seqpasses.passes.input_shapes import fix_input_shapes
 
         fix_input_shapes(loaded.model, options.shapes())
-    facts = shape_facts(loaded.model)
+    if declared is None:
+        declared = loaded.fresh()
+        annotate(declared, options)
+    facts = shape_facts(declared)
     outputs = set(facts.outputs)
     chosen = [
         f
@@ -103,10 +108,11 @@ def shapes_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_shapes(loaded: Loaded, options: Options, source: Path, output: Path) -> None:
+def write_shapes(loaded: Loaded, options: Options, source: Path, output: Path) -> ir.Model:
     """Write ``loaded``'s model with every value seqpasses can type declared, nothing else
     changed (:func:`seqpasses.inference.annotate`), as ``optimize`` writes: atomically, its
-    weights carried a weight at a time, external data kept external."""
+    weights carried a weight at a time, external data kept external. Returns the model as
+    written."""
     from seqpasses.cli.job import stage_model
     from seqpasses.cli.plan import plan_job
     from seqpasses.io import external_data_files
@@ -122,6 +128,7 @@ def write_shapes(loaded: Loaded, options: Options, source: Path, output: Path) -
     with Transaction() as transaction:
         stage_model(transaction, model, planned)
         transaction.commit()
+    return model
 
 
 def _in_walk_order(

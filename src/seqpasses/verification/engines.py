@@ -111,9 +111,21 @@ def outcome(runner: Runner | str, feeds: dict[str, Any]) -> tuple[list[Any] | No
     except MemoryError:
         return None, _past_bound()
     except Exception as error:
-        if "allocat" in str(error).lower() and _budget[0]:
+        if _out_of_memory(str(error)) and _budget[0]:
             return None, _past_bound()
         return None, error_line(error)
+
+
+def _out_of_memory(text: str) -> bool:
+    """Whether an evaluator's error says an allocation failed (ONNX Runtime's ``bad_alloc``,
+    ``Failed to allocate memory``), not merely mentions allocation: a shape that disagrees
+    with a pre-allocated output's is ONNX Runtime's "pre-allocated output OrtValues" error."""
+    lowered = text.lower()
+    return (
+        "bad_alloc" in lowered
+        or "failed to allocate" in lowered
+        or ("allocat" in lowered and "pre-allocated" not in lowered)
+    )
 
 
 PAST_BOUND = "it needs more than"

@@ -170,7 +170,7 @@ def _loop_shapes(ctx: Context, node: ir.Node, scope: Scope) -> Proposal:
     body = body_attr.as_graph()
     declare: dict[ir.Value, Declared] = {}
     if len(node.inputs) > 2:  # carried tensors that keep their shape, proven by induction
-        declare.update(carried_shapes(node, induction(ctx, scope, node, body)[1]))
+        declare.update(carried_shapes(node, induction(ctx, scope, node, body)[1], body))
     for j in range(len(node.inputs) - 2):
         if not isinstance(body.inputs[2 + j].type, ir.SequenceType | None):
             continue

@@ -142,15 +142,25 @@ def appended_shape(
     return found if stable(ctx, found[1]) else None
 
 
-def carried_shapes(node: ir.Node, carried: list[TypeAndShape | None]) -> dict[ir.Value, Declared]:
+def carried_shapes(
+    node: ir.Node, carried: list[TypeAndShape | None], body: ir.Graph | None = None
+) -> dict[ir.Value, Declared]:
     """What the final values of carried tensors that keep their shape (``carried``, from
     :func:`induction`) are declared (``h`` of an RNN loop), in place of a missing or made-up
-    declared one."""
+    declared one; with ``body``, what the body's carried inputs and outputs are declared
+    too (the same shape: it holds at every iteration)."""
     found: dict[ir.Value, Declared] = {}
-    for out, proven in zip(node.outputs, carried, strict=False):
-        if proven is None or proven[1] is None or contradicts(out.shape, proven[1]):
+    for j, proven in enumerate(carried):
+        if proven is None or proven[1] is None:
             continue
-        found[out] = (out.type or proven[0], fill_shape(out.shape, proven[1], numbers_win=True))
+        values = [node.outputs[j]] if j < len(node.outputs) else []
+        if body is not None and 2 + j < len(body.inputs) and 1 + j < len(body.outputs):
+            values += [body.inputs[2 + j], body.outputs[1 + j]]
+        for value in values:
+            if contradicts(value.shape, proven[1]):
+                continue
+            shape = fill_shape(value.shape, proven[1], numbers_win=True)
+            found[value] = (value.type or proven[0], shape)
     return found
 
 
