@@ -274,3 +274,27 @@ def test_a_list_a_loop_carries_has_its_elements_proven_by_induction(tmp_path: Pa
     feeds = {"a": np.ones(2, np.float32), "n": np.array(3)}
     ran = ort.InferenceSession(path.read_bytes()).run(None, feeds)[0]
     assert ran.shape == (2 + 4 + 8 + 16,)
+
+
+def test_the_table_prints_what_the_written_model_declares(tmp_path: Path) -> None:
+    # a Constant made in a Loop body: --all printed it "unknown" while -o declared it [2,3]
+    model = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
+    g (float[2,3] x, int64 n) => (float[2,3] y) {
+      t = Constant<value = bool {1}>()
+      y = Loop(n, t, x) <body = body (int64 i, bool c, float[?,?] h) => (bool co, float[?,?] ho) {
+        co = Identity(c)
+        k = Constant<value = float[2,3] {1, 2, 3, 4, 5, 6}>()
+        ho = Add(h, k)
+      }>
+    }""")
+    source, out = tmp_path / "loop.onnx", tmp_path / "typed.onnx"
+    onnx.save(model, source)
+    printed = run_cli("shapes", source, "--all", "-o", out)
+    assert printed.returncode == 0, printed.stderr
+    rows = {line.split()[0]: line.split()[1:] for line in printed.stdout.splitlines()[2:]}
+    assert rows["k"][:4] == ["main/Loop.body", "tensor", "float", "[2,3]"], rows
+    body = next(n for n in onnx.load(out).graph.node if n.op_type == "Loop").attribute[0].g
+    declared = {i.name: i.type.tensor_type.shape for i in body.value_info}
+    assert [d.dim_value for d in declared["k"].dim] == [2, 3]
+    alone = run_cli("shapes", source, "--all")
+    assert alone.stdout.splitlines()[1:] == printed.stdout.splitlines()[2:]  # (but "wrote")
