@@ -120,17 +120,21 @@ def carry_elements(
     if over is not None:
         return Trial.failed(Reason("unknown-sequence", str(over)), otherwise)
     copy = body.clone(allow_outer_scope_values=True)
-    inputs: dict[int, list[ir.Value]] = {}
     values: dict[ir.Value, AbstractValue] = {}
+    each: dict[int, tuple[ir.Value, ...]] = {}  # each list's new body inputs
     for j, initial in lists.items():
         old = copy.inputs[2 + j]
-        inputs[j] = [
-            ir.Value(name=f"{old.name or 'list'}_{i}", type=e.type, shape=scope.shapes.shape(e))
-            for i, e in enumerate(initial.elements)
-        ]
-        values[old] = StaticSequence(inputs[j], initial.dtype)
+        listed = StaticSequence(
+            [
+                ir.Value(name=f"{old.name or 'list'}_{i}", type=e.type, shape=scope.shapes.shape(e))
+                for i, e in enumerate(initial.elements)
+            ],
+            initial.dtype,
+        )
+        values[old] = listed
+        each[j] = listed.elements
     olds = [copy.inputs[2 + j] for j in lists]
-    carried = _expanded(list(copy.inputs[2:]), inputs)
+    carried = _expanded(list(copy.inputs[2:]), each)
     copy_inputs = [copy.inputs[0], copy.inputs[1], *carried]
 
     def walked(made: Made) -> Proposal | Reason:
