@@ -30,7 +30,8 @@ from seqpasses.core.graph import (
 from seqpasses.core.ops import SEQUENCE_OPS
 from seqpasses.core.sequence import Reason, StackedSequence, StaticSequence
 from seqpasses.transfer.common import written_back_unloadable
-from seqpasses.transfer.loops.induction import induction, rejected, stable
+from seqpasses.transfer.loops.induction import induction, proven_in, rejected, stable
+from seqpasses.transfer.loops.trials import walked_copy, with_outputs
 from seqpasses.transfer.rows import empty_rows
 from seqpasses.transfer.stacked import stacked_of
 from seqpasses.walk.budget import cost_of
@@ -38,7 +39,6 @@ from seqpasses.walk.context import Context, Scope
 from seqpasses.walk.outcomes import (
     AbstractValue,
     BodyForm,
-    Declared,
     Listed,
     Made,
     Outcome,
@@ -50,13 +50,13 @@ from seqpasses.walk.outcomes import (
     Trial,
 )
 
-__all__ = ["carry_stacked", "empty_of"]
+__all__ = ["carry_stacked", "empty_of", "versions"]
 
 Element = tuple[ir.Shape, ir.DataType]
 Carried = tuple[ir.Value, Element, int]  # the initial tensor, its element, its fewest rows
 
 
-def _versions(ctx: Context, start: ir.Value) -> set[ir.Value]:
+def versions(ctx: Context, start: ir.Value) -> set[ir.Value]:
     """``start`` (a list a body carries) and the lists the body makes of it: through inserts,
     erasures, Identity, Optional, and out of If branches that return them."""
     seen = {start}
@@ -87,7 +87,7 @@ def _erases(ctx: Context, start: ir.Value) -> bool:
     makes of it."""
     return any(
         use.node.op_type == "SequenceErase" and use.idx == 0
-        for value in _versions(ctx, start)
+        for value in versions(ctx, start)
         for use in value.uses()
     )
 
@@ -99,11 +99,11 @@ def _inserted_element(
     all), of the list's own element type ``dtype`` (when known)."""
     known, _ = induction(ctx, scope, node, body)
     found: Element | None = None
-    versions = _versions(ctx, body.inputs[2 + j])
+    made_of = versions(ctx, body.inputs[2 + j])
     for inner in graph_nodes(body):
         if inner.op_type != "SequenceInsert" or not is_default(inner) or len(inner.inputs) < 2:
             continue
-        if inner.inputs[0] not in versions:
+        if inner.inputs[0] not in made_of:
             continue  # (an insert into another list)
         tensor = inner.inputs[1]
         if tensor is None:
@@ -188,19 +188,6 @@ def _uses_ok(node: ir.Node, lists: Mapping[int, object]) -> bool:
     )
 
 
-def _proven_in_copy(
-    ctx: Context, scope: Scope, node: ir.Node, copy: ir.Graph
-) -> dict[ir.Value, Declared]:
-    """What the copy's own values are declared: what induction proves once the exporter's
-    guesses (declared shapes inside the copy, cleared by the caller) are gone."""
-    known, _ = induction(ctx, scope, node, copy)
-    return {
-        value: (value.type or type_, shape)
-        for value, (type_, shape) in known.items()
-        if value.producer() is not None and value.graph is copy
-    }
-
-
 def _lists(
     ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph
 ) -> tuple[dict[int, Carried], list[tuple[ir.Node, str, str]]]:
@@ -262,7 +249,8 @@ def carry_stacked(
         return refuse(str(over))
     copy = body.clone(allow_outer_scope_values=True)
     clear_declared_shapes(copy)  # (a clone of the transfer's own, in no graph yet)
-    declare = _proven_in_copy(ctx, scope, node, copy)
+    # (what induction proves once the exporter's guesses, cleared above, are gone)
+    declare = proven_in(induction(ctx, scope, node, copy)[0], copy)
     olds: dict[int, ir.Value] = {}
     values: dict[ir.Value, AbstractValue] = {}
     copy_inputs = list(copy.inputs)
@@ -292,24 +280,15 @@ def carry_stacked(
             if st is not None and same_shape(st.element, shape) and st.dtype == dtype:
                 results[j] = st
                 copy_outputs[1 + j] = st.tensor
-        return Outcome(
-            bodies=[(copy, BodyForm(outputs=copy_outputs))],
-            sweep=[copy],
-            then=lambda _: _kept(
+        return with_outputs(
+            copy,
+            copy_outputs,
+            lambda _: _kept(
                 ctx, node, scope, (body, copy), lists, results, olds, (unloadable, refused)
             ),
         )
 
-    attempt = Outcome(
-        clones=[(copy, body)],
-        declare=declare,
-        bodies=[(copy, BodyForm(inputs=copy_inputs))],
-        values=values,
-        walk=[(copy, node, "body")],
-        then=walked,
-        charge=cost_of(body),
-    )
-    return Trial(attempt=attempt, otherwise=otherwise, drop=[copy])
+    return walked_copy(node, body, copy, copy_inputs, values, walked, otherwise, declare)
 
 
 def _kept(

@@ -24,7 +24,9 @@ import onnx_ir as ir
 from seqpasses.core.graph import is_default
 from seqpasses.core.ops import SEQUENCE_OPS
 from seqpasses.core.sequence import Reason, StaticSequence
-from seqpasses.transfer.loops.induction import induction, same, stable
+from seqpasses.transfer.loops.carry import versions
+from seqpasses.transfer.loops.induction import induction, proven_in, same, stable
+from seqpasses.transfer.loops.trials import walked_copy, with_outputs
 from seqpasses.walk.budget import cost_of
 from seqpasses.walk.context import Context, Scope
 from seqpasses.walk.outcomes import (
@@ -44,17 +46,16 @@ __all__ = ["carry_elements"]
 
 T = TypeVar("T")
 _POSITIONED = {"SequenceAt": 1, "SequenceErase": 1, "SequenceInsert": 2}
-_PASSING = ("SequenceInsert", "SequenceErase", "Identity")
 
 
 def _known_positions(ctx: Context, start: ir.Value) -> tuple[bool, bool]:
     """Whether every op on ``start`` (a list the body carries) and the lists the body makes of
-    it reads or edits it at a position known before run time; and whether a sequence op other
-    than an Identity reads it (else carrying its elements gains nothing)."""
-    seen, work = {start}, [start]
+    it (:func:`~.carry.versions`) reads or edits it at a position known before run time; and
+    whether a sequence op other than an Identity reads it (else carrying its elements gains
+    nothing)."""
     read = False
-    while work:
-        for use in work.pop().uses():
+    for version in versions(ctx, start):
+        for use in version.uses():
             reader = use.node
             if not is_default(reader):
                 return False, read
@@ -64,11 +65,6 @@ def _known_positions(ctx: Context, start: ir.Value) -> tuple[bool, bool]:
                 position = reader.inputs[slot]
                 if position is not None and ctx.const_int(position)[0] is None:
                     return False, read
-            if use.idx == 0 and reader.op_type in _PASSING:
-                for out in reader.outputs:
-                    if out not in seen:
-                        seen.add(out)
-                        work.append(out)
     return True, read
 
 
@@ -146,21 +142,11 @@ def carry_elements(
                 return Reason("unknown-sequence", text)
             outs[j] = list(final.elements)
         copy_outputs = [copy.outputs[0], *_expanded(list(copy.outputs[1:]), outs)]
-        return Outcome(
-            bodies=[(copy, BodyForm(outputs=copy_outputs))],
-            sweep=[copy],
-            then=lambda _: _kept(ctx, node, scope, (body, copy), lists, olds),
+        return with_outputs(
+            copy, copy_outputs, lambda _: _kept(ctx, node, scope, (body, copy), lists, olds)
         )
 
-    attempt = Outcome(
-        clones=[(copy, body)],
-        bodies=[(copy, BodyForm(inputs=copy_inputs))],
-        values=values,
-        walk=[(copy, node, "body")],
-        then=walked,
-        charge=cost_of(body),
-    )
-    return Trial(attempt=attempt, otherwise=otherwise, drop=[copy])
+    return walked_copy(node, body, copy, copy_inputs, values, walked, otherwise)
 
 
 def _kept(
@@ -177,39 +163,28 @@ def _kept(
     body, copy = graphs
     if any(old.uses() for old in olds):  # (``olds``: the copy's lists, now elements)
         return Reason("unknown-sequence", "a sequence op on the list stayed in the body")
-    initials = _expanded(list(node.inputs[2:]), {j: list(s.elements) for j, s in lists.items()})
+    initials = _expanded(node.inputs[2:], {j: s.elements for j, s in lists.items()})
     known, proven = induction(ctx, scope, node, copy, initials)
-    at = 0
-    for j in range(len(node.inputs) - 2):
-        if j in lists:
-            for k, element in enumerate(lists[j].elements):
-                start = (element.type, scope.shapes.shape(element))
-                if not same(proven[at + k], start):
-                    text = "an element's type or shape is not the same at every iteration"
-                    return Reason("unknown-shape", text)
-            at += len(lists[j])
-        else:
-            at += 1
+    starts = {j: [(e.type, scope.shapes.shape(e)) for e in s.elements] for j, s in lists.items()}
+    expected = _expanded([None] * (len(node.inputs) - 2), starts)
+    pairs = zip(proven, expected, strict=True)
+    if any(start is not None and not same(found, start) for found, start in pairs):
+        text = "an element's type or shape is not the same at every iteration"
+        return Reason("unknown-shape", text)
     held: dict[ir.Value, Listed] = {}
     moved: dict[int, int] = {}
     index = 0
     for k, old in enumerate(node.outputs):
         if k in lists:
-            elements = lists[k].elements
-            types = [(e.type, scope.shapes.shape(e)) for e in elements]
-            held[old] = Listed(range(index, index + len(elements)), types, lists[k].dtype)
-            index += len(elements)
+            held[old] = Listed(range(index, index + len(starts[k])), starts[k], lists[k].dtype)
+            index += len(starts[k])
         else:
             moved[k] = index
             index += 1
     loop_inputs = [*node.inputs[:2], *initials]
     plan = Rebuild(node, loop_inputs, {"body": (copy, BodyForm())}, index, moved)
     which = ", ".join(f"{j} ({len(s)} elements)" for j, s in lists.items())
-    declare = {  # (what induction proves of the body's values, where nothing is declared)
-        value: (value.type or type_, shape)
-        for value, (type_, shape) in known.items()
-        if value.producer() is not None and value.graph is copy and value.type is None
-    }
+    declare = proven_in(known, copy, untyped_only=True)
     return Restructure(
         plan=plan,
         held=held,

@@ -26,6 +26,7 @@ __all__ = [
     "declared_ones",
     "induction",
     "iterations",
+    "proven_in",
     "rejected",
     "same",
     "scan_shapes",
@@ -103,6 +104,20 @@ def induction(
             return known, carried
         for j in broken:
             carried[j] = None
+
+
+def proven_in(
+    known: Mapping[ir.Value, TypeAndShape], graph: ir.Graph, untyped_only: bool = False
+) -> dict[ir.Value, Declared]:
+    """What the values ``graph``'s nodes make are declared, from what induction proves of
+    them (``known``): all of them, or (``untyped_only``) those with no type declared."""
+    return {
+        value: (value.type or type_, shape)
+        for value, (type_, shape) in known.items()
+        if value.producer() is not None
+        and value.graph is graph
+        and not (untyped_only and value.type is not None)
+    }
 
 
 def rejected(
