@@ -1,6 +1,7 @@
-"""The engine's parts on their own: the budget, the journal and its undo log, and the applier
+"""The engine's parts on their own: the budget, the journal and its undo log, the applier
 writing proposals a table of test transfers makes (a Leave's tape not placed, a trial undone
-whole: its nodes, its records, what the walk learned, what the budget was charged)."""
+whole: its nodes, its records, what the walk learned, what the budget was charged), and the
+driver giving a node to ordered patterns."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from seqpasses.options import FoldOptions
 from seqpasses.report import Report
 from seqpasses.walk.budget import WORK_FACTOR, Budget
 from seqpasses.walk.context import Context, Entry, Scope
-from seqpasses.walk.outcomes import Fold, Leave, Outcome, Proposal, Record, Trial
+from seqpasses.walk.driver import Drive, Pattern, drive
+from seqpasses.walk.outcomes import Fold, Leave, Next, Outcome, Proposal, Record, Trial
 from seqpasses.walk.trial import (
     CreatedNodes,
     Journal,
@@ -218,3 +220,88 @@ def test_nested_trials_undo_to_their_own_mark(depth: int) -> None:
     assert walker.ctx.budget.state() == (3, 0)  # (the inner charge given back)
     notes = walker.edits.recorder.report.notes
     assert notes == (["inner fails"] if depth > 1 else ["outer only"])
+
+
+# -- the driver: ordered patterns, each on the node the ones before it left -------------------
+
+
+def _driven(patterns: list[Pattern[None]]) -> Walker:
+    """A walk whose Relu is given to ``patterns`` in order."""
+
+    def transfer(ctx: Context, node: ir.Node, scope: Scope) -> Proposal:
+        return drive(ctx, node, scope, patterns, Drive(None))
+
+    return _walk(MODEL, transfer)
+
+
+def _noting(name: str, *, passes: bool = False) -> Pattern[None]:
+    """A pattern that notes its name and the drive's changes, then ends the drive (or passes
+    the node on, changed)."""
+
+    def run(ctx: Context, node: ir.Node, scope: Scope, at: Drive[None]) -> Proposal:
+        text = f"{name} after {sorted(at.changed)}"
+        if passes:
+            return Next(node=node, changed=True, notes=[text])
+        return Fold(notes=[text])
+
+    return Pattern(name, run)
+
+
+def _skipped(name: str, seen: list[str]) -> Pattern[None]:
+    def run(ctx: Context, node: ir.Node, scope: Scope, at: Drive[None]) -> Proposal | None:
+        seen.append(name)
+        return None
+
+    return Pattern(name, run)
+
+
+def test_the_first_pattern_that_proposes_ends_the_drive_unless_it_passes_the_node_on() -> None:
+    seen: list[str] = []
+    patterns = [_skipped("a", seen), _noting("b", passes=True), _skipped("c", seen)]
+    patterns += [_noting("d"), _skipped("e", seen)]
+    walker = _driven(patterns)
+    assert seen == ["a", "c"]  # (e is never asked: d ended the drive)
+    assert walker.edits.recorder.report.notes == ["b after []", "d after ['b']"]
+
+
+def test_a_drive_that_no_pattern_takes_leaves_the_node() -> None:
+    seen: list[str] = []
+    walker = _driven([_skipped("a", seen), _skipped("b", seen)])
+    relu = next(iter(walker.model.graph))  # type: ignore[attr-defined]
+    assert seen == ["a", "b"]
+    assert relu not in walker.facts.reasons and walker.edits.recorder.report.notes == []
+
+
+def test_the_next_patterns_get_the_node_a_step_names_after_a_rebuild() -> None:
+    """A Next given by a pattern's later step (as after a rebuild) hands that step's node on:
+    the patterns after it see the node it names, not the one the drive began with."""
+    got: list[str] = []
+
+    def rebuilds(ctx: Context, node: ir.Node, scope: Scope, at: Drive[None]) -> Proposal:
+        other = ir.node("Neg", [node.inputs[0]], name="rebuilt")
+        return Outcome(then=lambda _: Next(node=other, changed=True))
+
+    def reads(ctx: Context, node: ir.Node, scope: Scope, at: Drive[None]) -> Proposal:
+        got.append(f"{node.name} after {sorted(at.changed)}")
+        return Fold()
+
+    _driven([Pattern("rebuilds", rebuilds), Pattern("reads", reads)])
+    assert got == ["rebuilt after ['rebuilds']"]
+
+
+def test_a_failed_trial_passes_the_node_on_from_its_otherwise() -> None:
+    """A pattern's trial that fails is undone whole, and its ``otherwise``'s Next hands the
+    node to the patterns after it (their work is kept, the trial's is not)."""
+
+    def tries(ctx: Context, node: ir.Node, scope: Scope, at: Drive[None]) -> Proposal:
+        attempt = Outcome(
+            records=[Record("sequence-length", "tried")],
+            charge=(4, 0),
+            then=lambda _: Reason("copies", "the attempt fails"),
+        )
+        return Trial(attempt=attempt, otherwise=lambda why: Next(node=node, notes=[str(why)]))
+
+    walker = _driven([Pattern("tries", tries), _noting("after")])
+    assert walker.edits.recorder.report.notes == ["the attempt fails", "after after []"]
+    assert walker.edits.recorder.report.rewrites == []
+    assert walker.ctx.budget.state() == (0, 0)

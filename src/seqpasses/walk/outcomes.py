@@ -39,6 +39,7 @@ __all__ = [
     "Leave",
     "Listed",
     "Made",
+    "Next",
     "Outcome",
     "OutcomesMixin",
     "Proposal",
@@ -231,6 +232,16 @@ class Leave(Outcome):
     @property
     def handled(self) -> bool:
         return False
+
+
+@dataclass(kw_only=True, slots=True)
+class Next(Outcome):
+    """Written, then the next patterns of a drive (:mod:`seqpasses.walk.driver`) get ``node``:
+    the node as this pattern leaves it (a rebuilt one, or the same); ``changed``: whether the
+    pattern changed it."""
+
+    node: ir.Node
+    changed: bool = False
 
 
 @dataclass(frozen=True)

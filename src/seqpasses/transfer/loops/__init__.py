@@ -21,7 +21,8 @@ reports.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import onnx_ir as ir
 
@@ -40,9 +41,121 @@ from seqpasses.transfer.loops.induction import (
     stable,
 )
 from seqpasses.walk.context import Context, Entry, Scope
-from seqpasses.walk.outcomes import Declared, Fold, Leave, Outcome, Proposal
+from seqpasses.walk.driver import Drive, Pattern, drive
+from seqpasses.walk.outcomes import Declared, Fold, Leave, Next, Outcome, Proposal
 
 __all__ = ["RULES", "TABLE"]
+
+
+@dataclass(frozen=True)
+class _Given:
+    """What the Loop's patterns are given: the sequence ops its body runs on lists (not its
+    appends), and whether a list it carries starts static."""
+
+    body: ir.Graph
+    reads: tuple[ir.Node, ...]
+    starts_static: bool
+
+
+_Drive = Drive[_Given]
+
+
+def _body(node: ir.Node) -> ir.Graph:
+    return node.attributes["body"].as_graph()
+
+
+def _scan(ctx: Context, node: ir.Node, scope: Scope, at: _Drive) -> Proposal | None:
+    """A loop that only appends to lists that start static: each list a scan output."""
+    given = at.given
+    if given.reads or not given.starts_static or not ctx.options.enabled(Group.LOOP_SCAN):
+        return None
+    return scan.scan_outputs(ctx, node, scope, _body(node))
+
+
+def _unroll(ctx: Context, node: ir.Node, scope: Scope, at: _Drive) -> Proposal | None:
+    """A loop that reads a sequence, unrolled and folded (a trial); else why not."""
+    body, reads, starts_static = at.given.body, at.given.reads, at.given.starts_static
+    live = [n for n in reads if n in ctx.facts.reasons or any(o.uses() for o in n.outputs)]
+    if not live and not starts_static and node not in ctx.facts.unrolling:
+        # (its body read only outer lists, and those reads folded in place)
+        return Leave(declare=scan_shapes(ctx, scope, node, body))
+    if not reads and not starts_static:
+        return None
+    why = unroll.blocker(ctx, node, body, scope.opset)
+    if why:
+        return _not_unrolled(node, body, reads, why, rewalk=False)
+    return unroll.unroll(
+        ctx, node, scope, body, lambda why: _not_unrolled(node, body, reads, why, rewalk=True)
+    )
+
+
+def _not_unrolled(
+    node: ir.Node, body: ir.Graph, reads: Sequence[ir.Node], why: str, rewalk: bool
+) -> Proposal:
+    """Why the loop is not unrolled, said where it and its reads are reported; a body that was
+    walked for an unrolling (reads at the counter left to the copies) is walked again."""
+    return Next(
+        node=node,
+        unrolling=False if rewalk else None,
+        walk=[(body, node, "body")] if rewalk else (),
+        refused=[(node, "unroll", why)],
+        noted=[(read, f"{label(node)} not unrolled: {why}") for read in reads],
+    )
+
+
+def _lift(ctx: Context, node: ir.Node, scope: Scope, at: _Drive) -> Proposal | None:
+    """Reads of the list the loop appends to lifted into values it has."""
+    if not (at.given.reads and ctx.options.enabled(Group.LOOP_SCAN)):
+        return None
+    return lift.lift_reads(ctx, node, scope, _body(node))
+
+
+def _scan_lifted(ctx: Context, node: ir.Node, scope: Scope, at: _Drive) -> Proposal | None:
+    """After the reads were lifted (or tried): each list a scan output."""
+    if not (at.given.reads and ctx.options.enabled(Group.LOOP_SCAN)):
+        return None
+    return scan.scan_outputs(ctx, node, scope, _body(node))
+
+
+def _running(ctx: Context, node: ir.Node, scope: Scope, at: _Drive) -> Proposal | None:
+    """Lists read after the loop only whole carried as their running concatenations."""
+    if not ctx.options.enabled(Group.LOOP_SCAN):
+        return None
+    return running.running_concats(ctx, node, scope, _body(node))
+
+
+def _elements(ctx: Context, node: ir.Node, scope: Scope, at: _Drive) -> Proposal | None:
+    """Lists of one length edited at known positions carried as their elements."""
+    if not ctx.options.enabled(Group.LOOP_SCAN):
+        return None
+    return elements.carry_elements(ctx, node, scope, _body(node))
+
+
+def _stacked(ctx: Context, node: ir.Node, scope: Scope, at: _Drive) -> Proposal | None:
+    """Lists read or edited at run-time positions carried as one tensor."""
+    if not ctx.options.enabled(Group.STACKED):
+        return None
+    return carry.carry_stacked(ctx, node, scope, _body(node))
+
+
+def _left(ctx: Context, node: ir.Node, scope: Scope, at: _Drive) -> Proposal:
+    """The loop stays, with the shapes induction proves (a lifted loop whose list a run-time
+    read after it keeps from being a scan output is handled: its reads were rewritten)."""
+    declare = scan_shapes(ctx, scope, node, _body(node))
+    return Fold(declare=declare) if "lift" in at.changed else Leave(declare=declare)
+
+
+PATTERNS: tuple[Pattern[_Given], ...] = (
+    Pattern("scan", _scan),
+    Pattern("unroll", _unroll),
+    Pattern("lift", _lift),
+    Pattern("scan-lifted", _scan_lifted),
+    Pattern("running", _running),
+    Pattern("elements", _elements),
+    Pattern("stacked", _stacked),
+    Pattern("left", _left),
+)
+"""A Loop's ways, in the order they are tried (see the module docstring)."""
 
 
 def _loop(ctx: Context, node: ir.Node, scope: Scope) -> Proposal:
@@ -54,110 +167,13 @@ def _loop(ctx: Context, node: ir.Node, scope: Scope) -> Proposal:
     appends = {
         found.insert for j in range(carried) if (found := append_pattern(ctx, body, j)) is not None
     }
-    reads = [
+    reads = tuple(
         n
         for n in graph_nodes(body)
         if n.op_type in SEQUENCE_OPS and is_default(n) and n not in appends
-    ]
+    )
     starts_static = any(ctx.facts.static(v) is not None for v in node.inputs[2:])
-    if not reads and starts_static and ctx.options.enabled(Group.LOOP_SCAN):
-        return scan.scan_outputs(
-            ctx, node, scope, body, lambda _: _unrolled(ctx, node, scope, body, reads, True)
-        )
-    return _unrolled(ctx, node, scope, body, reads, starts_static)
-
-
-def _unrolled(
-    ctx: Context,
-    node: ir.Node,
-    scope: Scope,
-    body: ir.Graph,
-    reads: list[ir.Node],
-    starts_static: bool,
-) -> Proposal:
-    """The loop unrolled where it can be; else the ways that follow."""
-    live = [n for n in reads if n in ctx.facts.reasons or any(o.uses() for o in n.outputs)]
-    if not live and not starts_static and node not in ctx.facts.unrolling:
-        # (its body read only outer lists, and those reads folded in place)
-        return Leave(declare=scan_shapes(ctx, scope, node, body))
-    if not reads and not starts_static:
-        return _lifted(ctx, node, scope, body, reads)
-    why = unroll.blocker(ctx, node, body, scope.opset)
-    if why:
-        return _not_unrolled(ctx, node, scope, body, reads, why, rewalk=False)
-    return unroll.unroll(
-        ctx,
-        node,
-        scope,
-        body,
-        lambda why: _not_unrolled(ctx, node, scope, body, reads, why, rewalk=True),
-    )
-
-
-def _not_unrolled(
-    ctx: Context,
-    node: ir.Node,
-    scope: Scope,
-    body: ir.Graph,
-    reads: list[ir.Node],
-    why: str,
-    rewalk: bool,
-) -> Proposal:
-    """Why the loop is not unrolled, said where it and its reads are reported; a body that was
-    walked for an unrolling (reads at the counter left to the copies) is walked again."""
-    return Outcome(
-        unrolling=False if rewalk else None,
-        walk=[(body, node, "body")] if rewalk else (),
-        refused=[(node, "unroll", why)],
-        noted=[(read, f"{label(node)} not unrolled: {why}") for read in reads],
-        then=lambda _: _lifted(ctx, node, scope, body, reads),
-    )
-
-
-def _lifted(
-    ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph, reads: list[ir.Node]
-) -> Proposal:
-    """Reads of the list the loop appends to lifted into values it has, and its lists made
-    scan outputs; else the ways that follow."""
-    if not (reads and ctx.options.enabled(Group.LOOP_SCAN)):
-        return _running(ctx, node, scope, lifted=False)
-
-    def scanned(current: ir.Node, lifted: bool) -> Proposal:
-        inner = current.attributes["body"].as_graph()
-        return scan.scan_outputs(
-            ctx, current, scope, inner, lambda latest: _running(ctx, latest, scope, lifted)
-        )
-
-    return lift.lift_reads(ctx, node, scope, body, scanned)
-
-
-def _running(ctx: Context, node: ir.Node, scope: Scope, lifted: bool) -> Proposal:
-    """Lists read after the loop only whole carried as their running concatenations; lists
-    read or edited at run-time positions carried as one tensor; else the loop stays, with the
-    shapes induction proves."""
-    body = node.attributes["body"].as_graph()
-
-    def left(current: ir.Node) -> Proposal:
-        inner = current.attributes["body"].as_graph()
-        declare = scan_shapes(ctx, scope, current, inner)
-        # (a lifted loop whose list a run-time read after it keeps from being a scan output)
-        return Fold(declare=declare) if lifted else Leave(declare=declare)
-
-    def stacked(current: ir.Node) -> Proposal:
-        if not ctx.options.enabled(Group.STACKED):
-            return left(current)
-        inner = current.attributes["body"].as_graph()
-        return carry.carry_stacked(ctx, current, scope, inner, lambda: left(current))
-
-    def carried(current: ir.Node) -> Proposal:
-        if not ctx.options.enabled(Group.LOOP_SCAN):
-            return stacked(current)
-        inner = current.attributes["body"].as_graph()
-        return elements.carry_elements(ctx, current, scope, inner, lambda: stacked(current))
-
-    if not ctx.options.enabled(Group.LOOP_SCAN):
-        return carried(node)
-    return running.running_concats(ctx, node, scope, body, carried)
+    return drive(ctx, node, scope, PATTERNS, Drive(_Given(body, reads, starts_static)))
 
 
 def _loop_shapes(ctx: Context, node: ir.Node, scope: Scope) -> Proposal:

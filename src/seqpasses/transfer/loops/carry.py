@@ -15,7 +15,7 @@ cleared first (exporters write guesses there) and re-proven by induction.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import onnx_ir as ir
@@ -41,7 +41,7 @@ from seqpasses.walk.outcomes import (
     BodyForm,
     Listed,
     Made,
-    Outcome,
+    Next,
     Proposal,
     Rebuild,
     Record,
@@ -217,25 +217,24 @@ def _lists(
     return lists, refused
 
 
-def carry_stacked(
-    ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph, rest: Callable[[], Proposal]
-) -> Proposal:
+def carry_stacked(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> Proposal:
     """Carry each list the loop carries as one tensor (see the module docstring): a trial on a
-    copy of the body; else (and for each list that cannot be) why, and ``rest()``."""
+    copy of the body; else (and for each list that cannot be) why, and the loop goes on to
+    the next patterns (:class:`Next`)."""
     lists, refused = _lists(ctx, node, scope, body)
 
     def why(text: str) -> tuple[ir.Node, str, str]:
         return (node, "stacked", text)
 
     def otherwise(reason: Reason) -> Proposal:
-        return Outcome(refused=[*refused, why(str(reason))], then=lambda _: rest())
+        return Next(node=node, refused=[*refused, why(str(reason))])
 
     def refuse(text: str) -> Proposal:  # (what planning built goes too)
         return Trial.failed(Reason("unknown-sequence", text), otherwise)
 
     if not lists:  # (each list said why already)
         nothing = Reason("unknown-sequence", "")
-        return Trial.failed(nothing, lambda _: Outcome(refused=refused, then=lambda _: rest()))
+        return Trial.failed(nothing, lambda _: Next(node=node, refused=refused))
     if not _uses_ok(node, lists):
         return refuse("the final list is read by an op of another domain")
     if any(node.outputs[j].is_graph_output() for j in lists) and not any(

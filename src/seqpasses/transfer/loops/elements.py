@@ -16,7 +16,7 @@ dropped and nothing changed).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
 import onnx_ir as ir
@@ -34,7 +34,7 @@ from seqpasses.walk.outcomes import (
     BodyForm,
     Listed,
     Made,
-    Outcome,
+    Next,
     Proposal,
     Rebuild,
     Record,
@@ -100,17 +100,16 @@ def _expanded(values: Sequence[T], lists: Mapping[int, Sequence[T]]) -> list[T]:
     return out
 
 
-def carry_elements(
-    ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph, rest: Callable[[], Proposal]
-) -> Proposal:
+def carry_elements(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> Proposal | None:
     """Carry each list of one length the loop carries as its elements (see the module
-    docstring): a trial on a copy of the body; else ``rest()``."""
+    docstring): a trial on a copy of the body; else the loop goes on to the next patterns
+    (:class:`Next`). None: no list is of one length."""
     lists = _lists(ctx, scope, node, body)
     if not lists:
-        return rest()
+        return None
 
     def otherwise(reason: Reason) -> Proposal:
-        return Outcome(refused=[(node, "elements", str(reason))], then=lambda _: rest())
+        return Next(node=node, refused=[(node, "elements", str(reason))])
 
     over = ctx.budget.afford(*cost_of(body), "carrying a list's elements")
     if over is not None:

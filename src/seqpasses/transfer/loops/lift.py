@@ -9,7 +9,7 @@ touching the graph; :func:`lift_reads` applies.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import onnx_ir as ir
@@ -23,7 +23,7 @@ from seqpasses.walk.outcomes import (
     BodyForm,
     Declared,
     Made,
-    Outcome,
+    Next,
     Proposal,
     Rebuild,
     Record,
@@ -98,10 +98,9 @@ def lift_reads(
     node: ir.Node,
     scope: Scope,
     body: ir.Graph,
-    after: Callable[[ir.Node, bool], Proposal],
 ) -> Proposal:
-    """Lift what can be lifted, then ``after(the Loop that replaces node, whether anything
-    was lifted)`` (``node`` itself when no value was added)."""
+    """Lift what can be lifted; the loop goes on to the next patterns (:class:`Next`) as the
+    Loop that replaces ``node`` (``node`` itself when no value was added)."""
     body_scope = scope.inner(body, subgraph_path(scope.path, node, "body"))
     carried = len(node.inputs) - 2
     lasts: list[tuple[int, list[ir.Node]]] = []  # carried index, its l[-1] reads
@@ -126,15 +125,16 @@ def lift_reads(
         if last_reads:
             lasts.append((j, last_reads))
     if not gone and not lasts:
-        return after(node, False)
+        return Next(node=node)
     record = Record("loop-lift-reads", "reads of the list it appends to")
     if not lasts:
-        return Outcome(
+        return Next(
             declare=declare,
             uses=uses,
             take_out=gone,
             records=[record],
-            then=lambda _: after(node, True),
+            node=node,
+            changed=True,
         )
     rebuilt, lifted_uses = _carrying_lasts(ctx, node, body, lasts, replaced, body_scope)
     uses += lifted_uses
@@ -142,7 +142,7 @@ def lift_reads(
 
     def lifted(made: Made) -> Proposal:
         assert made.new is not None
-        return after(made.new, True)
+        return Next(node=made.new, changed=True)
 
     return Restructure(
         plan=rebuilt,

@@ -39,6 +39,7 @@ from seqpasses.walk.outcomes import (
     Declared,
     Fold,
     Made,
+    Next,
     Outcome,
     Proposal,
     Rebuild,
@@ -318,12 +319,12 @@ def running_concats(
     node: ir.Node,
     scope: Scope,
     body: ir.Graph,
-    rest: Callable[[ir.Node], Proposal],
     start: int = 0,
 ) -> Proposal:
     """Carry every list the loop appends to and reads only whole as its running
     concatenation (several lists: one by one, from carried value ``start``); for a list that
-    cannot, say why. None carried so: ``rest(node)`` comes next."""
+    cannot, say why. None carried so: the loop goes on to the next patterns (:class:`Next`);
+    one carried: it is done."""
     refused: list[tuple[ir.Node, str, str]] = []
     for j in range(start, len(node.inputs) - 2):
         if not isinstance(body.inputs[2 + j].type, ir.SequenceType | None):
@@ -339,11 +340,11 @@ def running_concats(
         def following(new: ir.Node, j: int = j) -> Proposal:
             # the same carried slots: j + 1 names the next list
             inner = new.attributes["body"].as_graph()
-            return running_concats(ctx, new, scope, inner, lambda _: Fold(), j + 1)
+            return running_concats(ctx, new, scope, inner, j + 1)
 
         applied = _apply(ctx, node, scope, body, j, found, refused, following)
         if applied is None:
             refused.append((node, "running", "no empty tensor of its shape"))
             continue
         return applied
-    return Outcome(refused=refused, then=lambda _: rest(node))
+    return Fold(refused=refused) if start else Next(node=node, refused=refused)

@@ -39,6 +39,7 @@ from seqpasses.walk.outcomes import (
     BodyForm,
     Fold,
     Made,
+    Next,
     Outcome,
     Proposal,
     Rebuild,
@@ -334,12 +335,13 @@ def scan_outputs(
     node: ir.Node,
     scope: Scope,
     body: ir.Graph,
-    rest: Callable[[ir.Node], Proposal],
     start: int = 0,
+    more: bool = False,
 ) -> Proposal:
     """Turn every list the loop appends to into a scan output (several lists: one by one,
-    from carried value ``start``); for a list that starts static and cannot, say why in the
-    Loop's reasons. None turned: ``rest(node)`` comes next."""
+    from carried value ``start``; ``more``: one was turned already); for a list that starts
+    static and cannot, say why in the Loop's reasons. None turned: the loop goes on to the
+    next patterns (:class:`Next`); one turned: it is done."""
     refused: list[tuple[ir.Node, str, str]] = []
     j = start
     while j < len(node.inputs) - 2:
@@ -353,7 +355,7 @@ def scan_outputs(
         def following(new: ir.Node, j: int = j) -> Proposal:
             # carried value j is gone: j now names the next one
             inner = new.attributes["body"].as_graph()
-            return scan_outputs(ctx, new, scope, inner, lambda _: Fold(), j)
+            return scan_outputs(ctx, new, scope, inner, j, more=True)
 
         return _apply(ctx, node, scope, body, j, found, refused, following)
-    return Outcome(refused=refused, then=lambda _: rest(node))
+    return Fold(refused=refused) if more else Next(node=node, refused=refused)
