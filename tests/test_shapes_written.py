@@ -298,3 +298,52 @@ def test_the_table_prints_what_the_written_model_declares(tmp_path: Path) -> Non
     assert [d.dim_value for d in declared["k"].dim] == [2, 3]
     alone = run_cli("shapes", source, "--all")
     assert alone.stdout.splitlines()[1:] == printed.stdout.splitlines()[2:]  # (but "wrote")
+
+
+def test_a_script_calling_onnx_runtimes_tool_runs_with_seqpasses_in_its_place(
+    tmp_path: Path,
+) -> None:
+    """``symbolic_shape_infer.py --input X --output Y --auto_merge`` (and its other flags)
+    is ``seqpasses shapes`` with the same arguments: the same model written as ``X -o Y``."""
+    path = SAMPLES / "torch" / "ts_append_dynamic_cat.onnx"
+    flags, plain = tmp_path / "flags.onnx", tmp_path / "plain.onnx"
+    ort_like = run_cli(
+        "shapes",
+        "--input",
+        path,
+        "--output",
+        flags,
+        "--auto_merge",
+        "--int_max",
+        "2000000",
+        "--guess_output_rank",
+        "--verbose",
+        "0",
+    )
+    assert ort_like.returncode == 0, ort_like.stderr
+    assert run_cli("shapes", path, "-o", plain, "-q").returncode == 0
+    assert flags.read_bytes() == plain.read_bytes()
+    helped = run_cli("shapes", "--help")
+    assert "--auto_merge" in helped.stdout and "symbolic_shape_infer" in helped.stdout
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [((), "the model is missing"), (("M", "--input", "M"), "the model is given twice")],
+)
+def test_the_model_named_twice_or_not_at_all_is_a_usage_error(
+    given: tuple[str, ...], said: str, tmp_path: Path
+) -> None:
+    path = str(SAMPLES / "torch" / "ts_append_dynamic_cat.onnx")
+    out = tmp_path / "out.onnx"
+    result = run_cli("shapes", *(path if g == "M" else g for g in given), "-o", out)
+    assert result.returncode == 2
+    assert said in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.stderr and not out.exists()
+
+
+def test_quiet_prints_nothing_without_an_output_too() -> None:
+    path = SAMPLES / "torch" / "ts_append_dynamic_cat.onnx"
+    quiet = run_cli("shapes", path, "-q")
+    assert quiet.returncode == 0 and quiet.stdout == "" and quiet.stderr == ""
+    assert "/Loop_output_0" in run_cli("shapes", path).stdout

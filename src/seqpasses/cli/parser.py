@@ -7,6 +7,7 @@ answer before onnx is loaded.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -30,6 +31,23 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, clean(f"{self.prog}: error: {message} (see {self.prog} --help)") + "\n")
+
+
+class _Top(_Parser):
+    """The ``seqpasses`` parser: what no single option can say is checked after parsing."""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extra = super().parse_known_args(args, namespace)
+        if getattr(parsed, "command", None) == "shapes":
+            given = parsed.input_flag
+            if given is not None and parsed.input is not None:
+                self.error(f"shapes: the model is given twice ({parsed.input} and --input {given})")
+            parsed.input = given if given is not None else parsed.input
+            if parsed.input is None:
+                self.error("shapes: the model is missing (shapes MODEL, or --input MODEL)")
+        return parsed, extra
 
 
 def _fold_options() -> _Parser:
@@ -108,7 +126,7 @@ def _fold_options() -> _Parser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = _Top(
         prog="seqpasses",
         description="Remove ONNX sequence ops whose length is known before run time.",
     )
@@ -212,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the inferred type and shape of outputs and sequence values; with -o, write "
         "the model with every value it can type annotated",
     )
-    shp.add_argument("input", type=Path, help="the .onnx model")
+    shp.add_argument("input", type=Path, nargs="?", help="the .onnx model")
     shp.add_argument(
         "-o",
         "--output",
@@ -220,6 +238,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="write the model with its values' types and shapes declared (main graph, loop "
         "and branch bodies); nothing else changes",
     )
+    ort = shp.add_argument_group(
+        "ONNX Runtime's symbolic_shape_infer.py flags, taken so that a script calling it runs "
+        "with 'seqpasses shapes' in its place"
+    )
+    ort.add_argument(
+        "--input", dest="input_flag", type=Path, metavar="INPUT", help="the model (as INPUT)"
+    )
+    ort.add_argument(
+        "--auto_merge",
+        action="store_true",
+        help="no effect: seqpasses always merges dims that must be equal, and writes no "
+        "claim it cannot prove",
+    )
+    ort.add_argument(
+        "--guess_output_rank",
+        action="store_true",
+        help="no effect: seqpasses declares a rank only where it proves it",
+    )
+    ort.add_argument("--int_max", type=int, metavar="N", help="no effect (accepted)")
+    ort.add_argument("--verbose", type=int, metavar="N", help="no effect (accepted; see -q)")
     shp.add_argument(
         "--input-shape",
         action="append",

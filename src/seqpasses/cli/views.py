@@ -70,9 +70,11 @@ def shapes_command(args: argparse.Namespace) -> int:
         declared = write_shapes(loaded, options, args.input, args.output)
         if not args.quiet:
             say(f"wrote {args.output}", file=shown)
-        if args.quiet:
-            return 0
-    elif options.input_shapes:  # (with -o, annotate said these)
+    if args.quiet:  # (the model was read and its shapes inferred: the exit code says so)
+        if declared is None:
+            annotate(loaded.fresh(), options)
+        return 0
+    if declared is None and options.input_shapes:  # (with -o, annotate said these)
         from seqpasses.passes.input_shapes import fix_input_shapes
 
         for note in fix_input_shapes(loaded.model, options.shapes()):
