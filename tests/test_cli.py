@@ -12,6 +12,7 @@ from pathlib import Path
 import onnx
 import pytest
 
+import seqpasses
 from helpers import SAMPLES, op_counts, run_cli, sequence_op_count
 
 SAMPLE = SAMPLES / "concat_from_sequence_new_axis.onnx"
@@ -40,6 +41,12 @@ def test_quiet_verbose_and_json_report(tmp_path: Path) -> None:
     assert data["sequence_ops_before"] == 4 and data["sequence_ops_after"] == 0
     assert data["check"]["ok"] is True
     assert {r["rule"] for r in data["rewrites"]} >= {"split-to-sequence", "sequence-length"}
+    # what reproduces the run: the versions it ran with, its options and the check's settings
+    run = data["run"]
+    assert run["versions"]["seqpasses"] == seqpasses.__version__
+    assert run["versions"]["onnx"] == onnx.__version__
+    assert run["check"] == {"runs": 3, "inputs": None, "whole": False}
+    assert run["options"]["max_unroll"] == 64
     verbose = run_cli("optimize", SAMPLES / "unbind_stack.onnx", "-o", out, "-v")
     assert "rewrite split-to-sequence" in verbose.stdout
 

@@ -14,9 +14,8 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import onnx_ir as ir
 
@@ -37,9 +36,9 @@ from seqpasses.pipeline import Loaded, load, optimize_loaded
 from seqpasses.progress import stage
 from seqpasses.report import Report
 from seqpasses.transaction import Destination, Transaction
-from seqpasses.verification import VerifyReport, verify
-from seqpasses.verification.engines import Held, bound_runs
-from seqpasses.verification.inputs import check_inputs
+
+if TYPE_CHECKING:  # (--check's modules are imported where it runs: onnx.reference is 20 ms)
+    from seqpasses.verification import VerifyReport
 
 __all__ = [
     "CHECK_BUDGET_S",
@@ -87,7 +86,7 @@ class JobResult:
     verdict: VerifyReport | None  # None when --check was not asked for
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
-    run: dict[str, Any] = field(default_factory=dict)  # what reproduces it: see run_record
+    job: Job | None = None  # (what reproduces it, in the JSON report: see run_record)
 
     @property
     def written(self) -> bool:
@@ -105,11 +104,13 @@ class JobResult:
         data["notes"] = self.all_notes
         data["timings_s"] = {**self.report.timings, **self.timings}
         data["check"] = None if self.verdict is None else self.verdict.as_dict()
-        data["run"] = self.run
+        data["run"] = run_record(self.job) if self.job is not None else {}
         return data
 
 
 def _version(package: str) -> str | None:
+    from importlib import metadata  # (only for a JSON report: 15 ms)
+
     try:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
@@ -154,7 +155,11 @@ def run_job(job: Job, transaction: Transaction) -> JobResult:
             job.input, job.output, external, job.report, input_data, job.check_inputs
         )
         given = job.check_inputs
-        inputs = check_inputs(given, loaded.proto) if given is not None else None
+        inputs = None
+        if given is not None:
+            from seqpasses.verification.inputs import check_inputs
+
+            inputs = check_inputs(given, loaded.proto)
         result = optimize_loaded(loaded, job.options, report)
     if result.model is None:
         notes = [f"written unchanged: {report.unchanged}"]
@@ -163,9 +168,12 @@ def run_job(job: Job, transaction: Transaction) -> JobResult:
         start = time.perf_counter()
         _stage_as_given(transaction, loaded, planned, bool(input_data))
         timings["save"] = time.perf_counter() - start
-        return JobResult(report, None, notes, timings, run_record(job))
+        return JobResult(report, None, notes, timings, job=job)
     verdict = None
     if job.check:
+        from seqpasses.verification import verify
+        from seqpasses.verification.engines import Held, bound_runs
+
         start = time.perf_counter()
         folder = job.input.parent
         before = Held(loaded.proto, folder)
@@ -184,7 +192,7 @@ def run_job(job: Job, transaction: Transaction) -> JobResult:
         )
         timings["check"] = time.perf_counter() - start
         if verdict.status == "mismatch":
-            return JobResult(report, verdict, [], timings, run_record(job))
+            return JobResult(report, verdict, [], timings, job=job)
     start = time.perf_counter()
     stage("saving")
     model = result.model
@@ -199,7 +207,7 @@ def run_job(job: Job, transaction: Transaction) -> JobResult:
     else:
         stage_model(transaction, model, planned, result.skeleton)
     timings["save"] = time.perf_counter() - start
-    return JobResult(report, verdict, [], timings, run_record(job))
+    return JobResult(report, verdict, [], timings, job=job)
 
 
 def stage_files(transaction: Transaction, planned: Planned, write: Callable[[Path], None]) -> None:
