@@ -18,7 +18,7 @@ from seqpasses.report import Report
 from seqpasses.walk.budget import WORK_FACTOR, Budget
 from seqpasses.walk.context import Context, Entry, Scope
 from seqpasses.walk.driver import Drive, Pattern, drive
-from seqpasses.walk.outcomes import Fold, Leave, Next, Outcome, Proposal, Record, Trial
+from seqpasses.walk.outcomes import Fold, Leave, Next, Outcome, Proposal, Record, Said, Trial
 from seqpasses.walk.trial import (
     CreatedNodes,
     Journal,
@@ -206,11 +206,11 @@ def test_nested_trials_undo_to_their_own_mark(depth: int) -> None:
     def tried(ctx: Context, node: ir.Node, scope: Scope) -> Proposal:
         def inner(_: object) -> Proposal:
             failing = Outcome(charge=(1, 0), then=lambda _: Reason("copies", "inner fails"))
-            return Trial(attempt=failing, otherwise=lambda why: Fold(notes=[str(why)]))
+            return Trial(attempt=failing, otherwise=lambda why: Fold(said=Said(notes=[str(why)])))
 
         def outer(_: object) -> Proposal:
             seen.append("outer")
-            return inner(None) if depth > 1 else Fold(notes=["outer only"])
+            return inner(None) if depth > 1 else Fold(said=Said(notes=["outer only"]))
 
         attempt = Outcome(charge=(3, 0), then=outer)
         return Trial(attempt=attempt, otherwise=lambda why: Leave(reason=why))
@@ -241,8 +241,8 @@ def _noting(name: str, *, passes: bool = False) -> Pattern[None]:
     def run(ctx: Context, node: ir.Node, scope: Scope, at: Drive[None]) -> Proposal:
         text = f"{name} after {sorted(at.changed)}"
         if passes:
-            return Next(node=node, changed=True, notes=[text])
-        return Fold(notes=[text])
+            return Next(node=node, changed=True, said=Said(notes=[text]))
+        return Fold(said=Said(notes=[text]))
 
     return Pattern(name, run)
 
@@ -299,7 +299,9 @@ def test_a_failed_trial_passes_the_node_on_from_its_otherwise() -> None:
             charge=(4, 0),
             then=lambda _: Reason("copies", "the attempt fails"),
         )
-        return Trial(attempt=attempt, otherwise=lambda why: Next(node=node, notes=[str(why)]))
+        return Trial(
+            attempt=attempt, otherwise=lambda why: Next(node=node, said=Said(notes=[str(why)]))
+        )
 
     walker = _driven([Pattern("tries", tries), _noting("after")])
     assert walker.edits.recorder.report.notes == ["the attempt fails", "after after []"]

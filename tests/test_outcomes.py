@@ -111,7 +111,7 @@ def test_sequence_construct_folds_to_its_elements() -> None:
     [(out, seq)] = got.proposal.values.items()
     assert isinstance(seq, StaticSequence)
     assert [e.name for e in seq.elements] == ["x", "y"]
-    assert got.proposal.canonical == {out: seq}
+    assert got.proposal.learned is not None and got.proposal.learned.canonical == {out: seq}
     assert not got.tape.entries
 
 
@@ -234,7 +234,8 @@ def test_an_if_of_a_constant_condition_asks_for_its_branch_inlined() -> None:
         "If",
     )
     assert isinstance(got.proposal, Outcome)
-    assert got.proposal.inline is not None and got.proposal.inline.count == 1
+    build = got.proposal.build
+    assert build is not None and build.inline is not None and build.inline.count == 1
     assert got.proposal.then is not None and not got.proposal.uses
 
 
@@ -242,7 +243,8 @@ def test_optionals_fold_and_has_element_is_a_constant() -> None:
     text = "g (float[2] x) => (bool h) {\n  o = Optional(x)\n  h = OptionalHasElement(o)\n}"
     wrapped = call(text, "Optional")
     assert isinstance(wrapped.proposal, Fold)
-    assert [v.name for v in wrapped.proposal.optionals.values()] == ["x"]
+    assert wrapped.proposal.learned is not None
+    assert [v.name for v in wrapped.proposal.learned.optionals.values()] == ["x"]
     has = call(text, "OptionalHasElement")
     assert isinstance(has.proposal, Replace) and ops(has.tape) == ["Constant"]
 
@@ -256,8 +258,8 @@ def test_a_sequence_map_over_a_static_list_is_a_trial_of_its_copies() -> None:
         "SequenceMap",
     )
     assert isinstance(got.proposal, Trial)
-    inline = got.proposal.attempt.inline
-    assert inline is not None and inline.count == 2
+    build = got.proposal.attempt.build
+    assert build is not None and build.inline is not None and build.inline.count == 2
     assert got.proposal.attempt.then is not None
 
 
@@ -270,7 +272,8 @@ def test_a_sequence_map_over_a_list_of_run_time_length_is_a_trial_of_a_loop() ->
         "SequenceMap",
     )
     assert isinstance(got.proposal, Trial)
-    [(loop, _)] = got.proposal.attempt.add
+    assert got.proposal.attempt.build is not None
+    [(loop, _)] = got.proposal.attempt.build.add
     assert loop.op_type == "Loop" and loop.graph is None  # (built whole, placed by the applier)
     assert got.proposal.drop  # (the copy, emptied if the trial fails)
 
@@ -308,8 +311,8 @@ def test_a_loop_of_a_constant_trip_count_that_reads_a_list_is_a_trial_unrolling(
         "Loop",
     )
     assert isinstance(got.proposal, Trial)
-    inline = got.proposal.attempt.inline
-    assert inline is not None and inline.count == 2
+    build = got.proposal.attempt.build
+    assert build is not None and build.inline is not None and build.inline.count == 2
     assert ops(got.tape).count("Constant") >= 2  # (the iteration numbers)
 
 
@@ -323,7 +326,8 @@ def test_a_loop_of_a_run_time_trip_count_says_why_it_is_not_unrolled() -> None:
         "Loop",
     )
     assert isinstance(got.proposal, Outcome)
-    assert [(attempt, why[:12]) for _, attempt, why in got.proposal.refused] == [
+    assert got.proposal.said is not None
+    assert [(attempt, why[:12]) for _, attempt, why in got.proposal.said.refused] == [
         ("unroll", "trip count '")
     ]
     assert got.proposal.then is not None  # (the ways that follow, once this is said)

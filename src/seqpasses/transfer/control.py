@@ -31,8 +31,10 @@ from seqpasses.walk.facts import Reason
 from seqpasses.walk.outcomes import (
     AbstractValue,
     BodyForm,
+    Build,
     Fold,
     Inline,
+    Learned,
     Leave,
     Listed,
     Made,
@@ -246,16 +248,15 @@ def _if(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
         if why is not None:
             return Leave(reason=why)
         return Replace(
-            forget=list(node.outputs),
+            learned=Learned(forget=list(node.outputs)),
             uses=list(zip(node.outputs, outputs, strict=True)),
-            retire=[node],
+            build=Build(retire=[node]),
             records=[Record("if-constant-condition", f"inlined {taken}")],
         )
 
     # (the copy goes in and is walked at once: what it computes folds like straight-line code)
-    return Outcome(
-        inline=Inline(branch, 1, lambda i, previous: {}), then=inlined, charge=cost_of(branch)
-    )
+    inline = Inline(branch, 1, lambda i, previous: {})
+    return Outcome(build=Build(inline=inline), then=inlined, charge=cost_of(branch))
 
 
 def _is_sequence(ctx: Context, value: ir.Value) -> bool:
@@ -327,7 +328,7 @@ def _sequence_map(ctx: Context, node: ir.Node, scope: Scope) -> Proposal:
         return Fold(values=values, records=[record])
 
     charge = (length * nodes, length * size)
-    attempt = Outcome(inline=Inline(body, length, bind), then=inlined, charge=charge)
+    attempt = Outcome(build=Build(inline=Inline(body, length, bind)), then=inlined, charge=charge)
     return Trial(attempt=attempt, otherwise=lambda why: Leave(reason=why))
 
 

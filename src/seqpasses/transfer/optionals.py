@@ -10,7 +10,7 @@ import onnx_ir as ir
 from seqpasses.core.sequence import StackedSequence, StaticSequence
 from seqpasses.options import Group
 from seqpasses.walk.context import Context, Entry, Scope
-from seqpasses.walk.outcomes import Fold, Leave, Outcome, Record, Replace
+from seqpasses.walk.outcomes import Fold, Learned, Leave, Outcome, Record, Replace
 
 __all__ = ["RULES", "TABLE"]
 
@@ -20,7 +20,7 @@ def _optional(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
     # Loop): then it wraps the list in canonical form (the value it was given may come from
     # a node a rewrite rebuilt, which must not stay alive)
     wrapped = node.inputs[0] if node.inputs else None
-    return Fold(optionals={node.outputs[0]: wrapped}, canonical_inputs=True)
+    return Fold(learned=Learned(optionals={node.outputs[0]: wrapped}), canonical_inputs=True)
 
 
 def _optional_value(ctx: Context, value: ir.Value) -> tuple[bool, ir.Value | None]:

@@ -30,7 +30,7 @@ from seqpasses.transfer import stacked, unit_split
 from seqpasses.transfer.common import concat_new_axis, position
 from seqpasses.walk.context import Context, Entry, Scope
 from seqpasses.walk.facts import Reason
-from seqpasses.walk.outcomes import Fold, Leave, Outcome, Record, Replace
+from seqpasses.walk.outcomes import Fold, Learned, Leave, Outcome, Record, Replace
 
 HeldRewrite = Callable[[Context, ir.Node, Scope, Reason], Outcome]
 """A rewrite of a list held as one tensor, given why the list is not static."""
@@ -46,7 +46,7 @@ def _sequence_empty(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
     dtype = node.attributes.get_int("dtype", int(ir.DataType.FLOAT))
     seq = StaticSequence((), ir.DataType(dtype))
     out = node.outputs[0]
-    return Fold(values={out: seq}, canonical={out: seq})
+    return Fold(values={out: seq}, learned=Learned(canonical={out: seq}))
 
 
 def _element_dtype(
@@ -69,7 +69,7 @@ def _sequence_construct(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
     dtype = _element_dtype(elements[:1], scope, node.outputs[0])
     seq = StaticSequence(elements, dtype)
     out = node.outputs[0]
-    return Fold(values={out: seq}, canonical={out: seq})
+    return Fold(values={out: seq}, learned=Learned(canonical={out: seq}))
 
 
 def _sequence_insert(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:

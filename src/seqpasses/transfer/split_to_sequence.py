@@ -17,7 +17,7 @@ from seqpasses.options import Group
 from seqpasses.transfer.common import follows_ort
 from seqpasses.walk.context import Context, Entry, Scope
 from seqpasses.walk.facts import Reason
-from seqpasses.walk.outcomes import Fold, Leave, Outcome, Record
+from seqpasses.walk.outcomes import Build, Fold, Learned, Leave, Outcome, Record, Said
 
 __all__ = ["RULES", "TABLE"]
 
@@ -172,17 +172,18 @@ def _split_to_sequence(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
         return written
     # (the outcome, whatever it is, gives the node keepdims=1 under --strict-spec)
     keepdims, spec = _spec_keepdims(ctx, node)
+    kept = Build(attributes=keepdims) if keepdims else None
     records = list(spec)
     data = node.inputs[0]
     shape = scope.shapes.shape(data) if data is not None else None
     if data is None or shape is None:
         reason = "input rank unknown: the split axis cannot be checked"
-        return Leave(reason=Reason("unknown-shape", reason), records=records, attributes=keepdims)
+        return Leave(reason=Reason("unknown-shape", reason), records=records, build=kept)
     rank = len(shape)
     axis = node.attributes.get_int("axis", 0)
     if not -rank <= axis <= rank - 1:
         reason = f"axis {axis} is outside [-{rank}, {rank - 1}]: left to fail at run time"
-        return Leave(reason=Reason("out-of-range", reason), records=records, attributes=keepdims)
+        return Leave(reason=Reason("out-of-range", reason), records=records, build=kept)
     axis = axis + rank if axis < 0 else axis
     dim = shape[axis]
     sizes, squeeze, why = _split_sizes(ctx, node, dim if isinstance(dim, int) else None)
@@ -190,7 +191,7 @@ def _split_to_sequence(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
         assert why is not None
         count = _run_time_split_count(ctx, node, scope, why)
         if isinstance(count, Reason):
-            return Leave(reason=count, records=records, attributes=keepdims)
+            return Leave(reason=count, records=records, build=kept)
         # split sizes known only at run time, but how many of them: one Split output each (it
         # fails on sizes that do not sum to the dim exactly as SplitToSequence does)
         split = node.inputs[1]
@@ -201,7 +202,7 @@ def _split_to_sequence(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
         detail = f"{count} chunks on axis {axis}"
         records.append(Record("split-to-sequence-run-time-sizes", detail))
         listed = StaticSequence(tuple(parts), data.dtype)
-        return Fold(values={node.outputs[0]: listed}, records=records, attributes=keepdims)
+        return Fold(values={node.outputs[0]: listed}, records=records, build=kept)
     emit = ctx.emitter(scope, node)
     parts = emit.split(data, axis, sizes)
     if squeeze:
@@ -212,9 +213,9 @@ def _split_to_sequence(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
     return Fold(
         values={node.outputs[0]: StaticSequence(tuple(parts), data.dtype)},
         records=records,
-        notes=[follows_ort(node, detail)] if diverges else (),
-        diverged=parts if diverges else (),
-        attributes=keepdims,
+        learned=Learned(diverged=parts) if diverges else None,
+        said=Said(notes=[follows_ort(node, detail)]) if diverges else None,
+        build=kept,
     )
 
 

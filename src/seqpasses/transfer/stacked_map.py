@@ -28,6 +28,7 @@ from seqpasses.walk.context import Context, Scope
 from seqpasses.walk.outcomes import (
     AbstractValue,
     BodyForm,
+    Build,
     Declared,
     Fold,
     Leave,
@@ -75,14 +76,13 @@ def map_stacked(
     def walked(made: Made) -> Proposal | Reason:
         return _kept(ctx, node, scope, (copy, loop), first, unloadable)
 
-    attempt = Outcome(
+    build = Build(
         clones=[(copy, body)],
         bodies=[(copy, form)],
         add=[(loop, node)],
         walk=[(copy, loop, "body")],
-        then=walked,
-        charge=cost_of(body),
     )
+    attempt = Outcome(build=build, then=walked, charge=cost_of(body))
     return Trial(attempt=attempt, otherwise=lambda why: Leave(reason=why), drop=[copy])
 
 

@@ -25,7 +25,7 @@ from seqpasses.core.sequence import Reason, ones_as_long_as, split_squeezes
 from seqpasses.options import Group
 from seqpasses.transfer.common import concat_new_axis, follows_ort
 from seqpasses.walk.context import Context, Entry, Scope
-from seqpasses.walk.outcomes import Leave, Outcome, Record, Replace
+from seqpasses.walk.outcomes import Learned, Leave, Outcome, Record, Replace, Said
 
 __all__ = ["RULES", "TABLE", "find", "read_at"]
 
@@ -206,8 +206,8 @@ def _replaced(node: ir.Node, value: ir.Value, record: Record, squeezed: str) -> 
     return Replace(
         uses=[(node.outputs[0], value)],
         records=[record],
-        notes=[follows_ort(node, squeezed)],
-        diverged=[value],
+        learned=Learned(diverged=[value]),
+        said=Said(notes=[follows_ort(node, squeezed)]),
     )
 
 

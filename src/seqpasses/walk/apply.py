@@ -30,6 +30,7 @@ from seqpasses.walk.edits import Edits
 from seqpasses.walk.inline import inline_graph
 from seqpasses.walk.outcomes import (
     Fold,
+    Inline,
     Leave,
     Listed,
     Made,
@@ -101,28 +102,15 @@ def _reads_tape(outcome: Outcome, tape: Tape) -> bool:
 def _plain(outcome: Outcome) -> bool:
     """Whether ``outcome`` only knows lists, declares, replaces, records or leaves: nothing
     to build or settle, and no next step."""
-    return not (
-        outcome.then is not None
-        or outcome.clones
-        or outcome.bodies
-        or outcome.add
-        or outcome.inline is not None
-        or outcome.walk
-        or outcome.sweep
-        or outcome.discard
-        or outcome.forget
-        or outcome.take_out
-        or outcome.retire
-        or outcome.attributes
-        or outcome.refused
-        or outcome.noted
-        or outcome.unrolling is not None
-        or outcome.charge is not None
-        or outcome.proven
-        or outcome.diverged
-        or outcome.notes
-        or isinstance(outcome, Restructure)
-        or (isinstance(outcome, Fold) and outcome.canonical_inputs)
+    learned = outcome.learned
+    return (
+        outcome.then is None
+        and outcome.build is None
+        and outcome.said is None
+        and outcome.charge is None
+        and (learned is None or not learned.settles)
+        and not isinstance(outcome, Restructure)
+        and not (isinstance(outcome, Fold) and outcome.canonical_inputs)
     )
 
 
@@ -229,11 +217,12 @@ class Applier:
         edits, facts = self.edits, self.facts
         plain = _plain(outcome)
         made = _NOTHING if plain else Made()
+        build, learned = outcome.build, outcome.learned
         if not plain:
             if trial is not None:
                 made.left = lambda roots: edits.left_since(trial, roots)
-            for copy, graph in outcome.clones:  # (before the tape adds to a copy)
-                edits.record_clone(copy, graph)
+            for copy, graph in build.clones if build is not None else ():
+                edits.record_clone(copy, graph)  # (before the tape adds to a copy)
         if isinstance(outcome, Leave) and tape.entries and not _reads_tape(outcome, tape):
             # (what the transfer built to try, and does not use: dropped, not placed)
             edits.rollback(edits.checkpoint(tape.start))
@@ -248,16 +237,17 @@ class Applier:
             self._build(outcome, node, scope, made)
         if outcome.values:
             facts.values.update(outcome.values)
-        if outcome.optionals:
-            facts.optionals.update(outcome.optionals)
-        for value, seq in outcome.canonical.items():
-            edits.known_canonical(value, seq, scope)
+        if learned is not None:
+            if learned.optionals:
+                facts.optionals.update(learned.optionals)
+            for value, seq in learned.canonical.items():
+                edits.known_canonical(value, seq, scope)
         if not plain:
             if isinstance(outcome, Fold) and outcome.canonical_inputs:
                 edits.canonical_inputs(node, scope, speculative=True)
-            if outcome.unrolling is True:
+            if learned is not None and learned.unrolling is True:
                 facts.unrolling.add(node)
-            elif outcome.unrolling is False:
+            elif learned is not None and learned.unrolling is False:
                 facts.unrolling.discard(node)
         for use in outcome.uses:
             edits.replace(use[0], use[1], use[2] if len(use) == 3 else scope)
@@ -275,46 +265,51 @@ class Applier:
     def _build(self, outcome: Outcome, node: ir.Node, scope: Scope, made: Made) -> None:
         """Bodies given their forms, nodes built whole put in, copies inlined (their outputs
         and a rebuilt node go to ``made``), values forgotten."""
-        edits = self.edits
-        for graph, form in outcome.bodies:
-            edits.shape_body(graph, form)
-        for built, before in outcome.add:
-            edits.add_node(built, before)
-        if outcome.inline is not None:
-            made.copies = self._inline(outcome, node, scope)
+        edits, build = self.edits, outcome.build
+        if build is not None:
+            for graph, form in build.bodies:
+                edits.shape_body(graph, form)
+            for built, before in build.add:
+                edits.add_node(built, before)
+            if build.inline is not None:
+                made.copies = self._inline(build.inline, node, scope)
         if isinstance(outcome, Restructure):
             made.new = self._restructure(outcome, scope)
-        for value in outcome.forget:
-            self.facts.values.pop(value, None)
+        if outcome.learned is not None:
+            for value in outcome.learned.forget:
+                self.facts.values.pop(value, None)
 
     def _settle(self, outcome: Outcome, node: ir.Node, scope: Scope) -> None:
         """Nodes taken out or retired, attributes set, bodies walked again, what the report
         and the facts learn, bodies swept or emptied."""
         edits, facts = self.edits, self.facts
-        if outcome.take_out:
-            edits.take_out(outcome.take_out)
-        for retired in outcome.retire:
-            edits.retire(retired)
-        for target, attr in outcome.attributes:
-            edits.set_attribute(target, attr)
-        for graph, owner, slot in outcome.walk:
-            self.ctx.walk.rewalk(graph, scope, owner, slot)
-        edits.recorder.diverged.extend(outcome.diverged)
-        facts.proven.update(outcome.proven)
-        for text in outcome.notes:
-            edits.recorder.note(text)
-        for loop, attempt, text in outcome.refused:
-            facts.loop_refused(loop, attempt, text)
-        for left, text in outcome.noted:
-            facts.note(left, text)
-        for graph in outcome.sweep:
-            edits.sweep(graph)
-        for graph in outcome.discard:
-            edits.discard(graph)
+        build, learned, said = outcome.build, outcome.learned, outcome.said
+        if build is not None:
+            if build.take_out:
+                edits.take_out(build.take_out)
+            for retired in build.retire:
+                edits.retire(retired)
+            for target, attr in build.attributes:
+                edits.set_attribute(target, attr)
+            for graph, owner, slot in build.walk:
+                self.ctx.walk.rewalk(graph, scope, owner, slot)
+        if learned is not None:
+            edits.recorder.diverged.extend(learned.diverged)
+            facts.proven.update(learned.proven)
+        if said is not None:
+            for text in said.notes:
+                edits.recorder.note(text)
+            for loop, attempt, text in said.refused:
+                facts.loop_refused(loop, attempt, text)
+            for left, text in said.noted:
+                facts.note(left, text)
+        if build is not None:
+            for graph in build.sweep:
+                edits.sweep(graph)
+            for graph in build.discard:
+                edits.discard(graph)
 
-    def _inline(self, outcome: Outcome, node: ir.Node, scope: Scope) -> list[list[ir.Value]]:
-        inline = outcome.inline
-        assert inline is not None
+    def _inline(self, inline: Inline, node: ir.Node, scope: Scope) -> list[list[ir.Value]]:
         copies: list[list[ir.Value]] = []
         previous: Sequence[ir.Value] = []
         for i in range(inline.count):

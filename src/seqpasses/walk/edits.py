@@ -24,10 +24,10 @@ from seqpasses.core.emit import Emitter, EmitterCaches
 from seqpasses.core.graph import graph_nodes, subgraphs
 from seqpasses.report import Report
 from seqpasses.walk import trial
+from seqpasses.walk.builds import BuildsMixin
 from seqpasses.walk.facts import Facts
 from seqpasses.walk.keep import KeepMixin
 from seqpasses.walk.materialize import MaterializeMixin
-from seqpasses.walk.outcomes import OutcomesMixin
 from seqpasses.walk.recorder import Recorder
 from seqpasses.walk.scope import Scope
 from seqpasses.walk.trial import Checkpoint, CreatedNodes, Journal
@@ -40,11 +40,11 @@ def _proven(shape: ir.Shape) -> bool:
     return all(isinstance(d, int) or (isinstance(d, ir.SymbolicDim) and d.value) for d in shape)
 
 
-class Edits(KeepMixin, MaterializeMixin, OutcomesMixin):
+class Edits(KeepMixin, MaterializeMixin, BuildsMixin):
     """Graph changes and their records. ``dry``: record what would change, change nothing.
     What stays at the end: :class:`~seqpasses.walk.keep.KeepMixin`; canonical sequences:
     :class:`~seqpasses.walk.materialize.MaterializeMixin`; applying what transfers propose:
-    :class:`~seqpasses.walk.outcomes.OutcomesMixin`."""
+    :class:`~seqpasses.walk.builds.BuildsMixin`."""
 
     def __init__(
         self, facts: Facts, report: Report, dry: bool = False, max_split: int = 4096

@@ -10,43 +10,36 @@ A transfer never changes a graph or the walk's facts (``tests/test_structure.py`
   inline copies of a body (:class:`Inline`), walk a body again, and name its next step
   (``then``: a function of what the applier :class:`Made`);
 - :class:`Trial`: an attempt the applier undoes when a step of it gives a reason.
-
-:class:`OutcomesMixin` (mixed into :class:`~seqpasses.walk.edits.Edits`, the applier's
-writer) applies a :class:`Rebuild` and the few graph changes outcomes name: taking out nodes a
-rewrite replaced inside a body, dropping a discarded copy, retiring the subgraphs of a node
-whose work was inlined, setting an attribute, putting a node built whole (a Loop) into the
-graph, sweeping a body.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import onnx_ir as ir
 
-from seqpasses.core.graph import detach, drop_nodes_of, drop_subgraphs, rebuild, subgraphs
 from seqpasses.core.sequence import Reason, StackedSequence, StaticSequence, Unknown
-from seqpasses.walk.facts import Facts
 from seqpasses.walk.scope import Scope
-from seqpasses.walk.trial import CreatedNodes
 
 __all__ = [
     "BodyForm",
+    "Build",
     "Fold",
     "Inline",
+    "Learned",
     "Leave",
     "Listed",
     "Made",
     "Next",
     "Outcome",
-    "OutcomesMixin",
     "Proposal",
     "Rebuild",
     "Record",
     "Replace",
     "Restructure",
+    "Said",
     "Stacked",
     "Trial",
 ]
@@ -101,71 +94,90 @@ class Inline:
     bind: Callable[[int, Sequence[ir.Value]], Mapping[ir.Value, ir.Value]]
 
 
-@dataclass(kw_only=True, slots=True)
-class Outcome:
-    """What a transfer proposes for the node it was given; the applier
-    (:mod:`seqpasses.walk.apply`) writes it, after placing the visit's tape. (A value: nothing
-    changes an outcome once it is made; not frozen only because a frozen dataclass of this
-    many fields costs five times as much to make, once per node visited.)
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Learned:
+    """What the walk's facts learn from an outcome besides what values hold: ``forget``,
+    values whose abstract value no longer holds; ``optionals``, what an optional wraps (None:
+    nothing); ``canonical``, sequences the model makes that are canonical lists (what needs
+    the list as a sequence may read them); ``proven``, values whose shape seqpasses proved;
+    ``diverged``, values whose shape departs from the spec's (as ONNX Runtime computes it);
+    ``unrolling``, whether the node (a Loop) will be unrolled (None: as it was)."""
 
-    What values hold and say:
-
-    - ``values``: what a value holds (a sequence's abstract value); ``forget``: values whose
-      abstract value no longer holds; ``optionals``: what an optional wraps (None: nothing);
-    - ``declare``: the type and shape of values the model has, or a body being built has
-      (each as given);
-    - ``canonical``: sequences the model makes that are canonical lists (what needs the list
-      as a sequence may read them);
-    - ``proven``: values whose shape seqpasses proved; ``diverged``: values whose shape
-      departs from the spec's (as ONNX Runtime computes it).
-
-    What changes in the graph:
-
-    - ``uses``: every use of ``old`` moves to ``new`` (in the node's scope, or the one given);
-    - ``take_out``: nodes a rewrite replaced inside a body; ``retire``: nodes whose
-      subgraphs' work was inlined (their subgraphs stop reading outer values);
-    - ``attributes``: attributes a node gets;
-    - ``clones``: ``(copy, graph)``, a clone made to be rewritten (what must stay in it stays
-      as in the graph); ``bodies``: the forms bodies being built take (first of all);
-      ``add``: ``(node, before)``, a node built whole; ``inline``: copies of a body, walked;
-    - ``walk``: ``(graph, node, attribute)``, subgraphs walked (again) once all is written;
-      ``sweep``: bodies whose unread nodes go; ``discard``: bodies no longer used, emptied.
-
-    What the report and the walk learn: ``records`` (the rewrites), ``notes``, ``refused``
-    (``(loop, attempt, why)``: a way of rewriting a Loop that was refused), ``noted``
-    (a later decision added to a left node's reason), ``unrolling`` (whether the node, a
-    Loop, will be unrolled; None: as it was).
-
-    ``charge``: the nodes and bytes of constants the outcome adds, taken from the run's budget
-    as it is written (given back when a trial it is part of is undone).
-
-    ``then``: what comes next, once this is written (a function of the transfer's, given
-    what the applier made: a rebuilt node, the copies' outputs): the step after a rebuild.
-    """
-
-    values: Mapping[ir.Value, AbstractValue] = EMPTY
     forget: Sequence[ir.Value] = ()
     optionals: Mapping[ir.Value, ir.Value | None] = EMPTY
-    declare: Mapping[ir.Value, Declared] = EMPTY
     canonical: Mapping[ir.Value, StaticSequence] = EMPTY
     proven: Sequence[ir.Value] = ()
     diverged: Sequence[ir.Value] = ()
-    uses: Sequence[Use] = ()
-    take_out: Sequence[ir.Node] = ()
-    retire: Sequence[ir.Node] = ()
-    attributes: Sequence[tuple[ir.Node, ir.Attr]] = ()
+    unrolling: bool | None = None
+
+    @property
+    def settles(self) -> bool:
+        """Whether any of it is written with the graph's changes (not only with the values)."""
+        return bool(self.forget or self.proven or self.diverged or self.unrolling is not None)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Build:
+    """What changes in the graph besides moved uses and a rebuilt node, in the order it is
+    written: ``clones``, ``(copy, graph)``, a clone made to be rewritten (what must stay in it
+    stays as in the graph); ``bodies``, the forms bodies being built take (first of all);
+    ``add``, ``(node, before)``, a node built whole; ``inline``, copies of a body, walked;
+    ``take_out``, nodes a rewrite replaced inside a body; ``retire``, nodes whose subgraphs'
+    work was inlined (their subgraphs stop reading outer values); ``attributes``, attributes a
+    node gets; ``walk``, ``(graph, node, attribute)``, subgraphs walked (again) once all is
+    written; ``sweep``, bodies whose unread nodes go; ``discard``, bodies no longer used,
+    emptied."""
+
     clones: Sequence[tuple[ir.Graph, ir.Graph]] = ()
     bodies: Sequence[tuple[ir.Graph, BodyForm]] = ()
     add: Sequence[tuple[ir.Node, ir.Node]] = ()
     inline: Inline | None = None
+    take_out: Sequence[ir.Node] = ()
+    retire: Sequence[ir.Node] = ()
+    attributes: Sequence[tuple[ir.Node, ir.Attr]] = ()
     walk: Sequence[tuple[ir.Graph, ir.Node, str]] = ()
     sweep: Sequence[ir.Graph] = ()
     discard: Sequence[ir.Graph] = ()
-    records: Sequence[Record] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Said:
+    """What the report learns besides the rewrites: ``notes``; ``refused``, ``(loop, attempt,
+    why)``, a way of rewriting a Loop that was refused; ``noted``, a later decision added to a
+    left node's reason."""
+
     notes: Sequence[str] = ()
     refused: Sequence[tuple[ir.Node, str, str]] = ()
     noted: Sequence[tuple[ir.Node, str]] = ()
-    unrolling: bool | None = None
+
+
+@dataclass(kw_only=True, slots=True)
+class Outcome:
+    """What a transfer proposes for the node it was given; the applier
+    (:mod:`seqpasses.walk.apply`) writes it, after placing the visit's tape. (A value: nothing
+    changes an outcome once it is made; not frozen only because a frozen dataclass costs
+    several times as much to make, once per node visited.)
+
+    - ``values``: what a value holds (a sequence's abstract value);
+    - ``declare``: the type and shape of values the model has, or a body being built has
+      (each as given);
+    - ``uses``: every use of ``old`` moves to ``new`` (in the node's scope, or the one given);
+    - ``records``: the rewrites it applies, for the report;
+    - ``learned`` (:class:`Learned`), ``build`` (:class:`Build`), ``said`` (:class:`Said`):
+      what else the facts learn, the graph gets and the report is told (None: nothing);
+    - ``charge``: the nodes and bytes of constants the outcome adds, taken from the run's
+      budget as it is written (given back when a trial it is part of is undone);
+    - ``then``: what comes next, once this is written (a function of the transfer's, given
+      what the applier made: a rebuilt node, the copies' outputs): the step after a rebuild.
+    """
+
+    values: Mapping[ir.Value, AbstractValue] = EMPTY
+    declare: Mapping[ir.Value, Declared] = EMPTY
+    uses: Sequence[Use] = ()
+    records: Sequence[Record] = ()
+    learned: Learned | None = None
+    build: Build | None = None
+    said: Said | None = None
     charge: tuple[int, int] | None = None
     then: Callable[[Made], Proposal | Reason] | None = None
 
@@ -305,100 +317,3 @@ class Rebuild:
     num_outputs: int
     moved: Mapping[int, int] = field(default_factory=dict)
     facts: bool = False
-
-
-def _made_here(value: ir.Value, graph: ir.Graph) -> bool:
-    producer = value.producer()
-    return producer is not None and producer.graph is graph
-
-
-class OutcomesMixin:
-    """Applying what transfers propose; mixed into :class:`~seqpasses.walk.edits.Edits`, which
-    sets these attributes and methods."""
-
-    facts: Facts
-    created: CreatedNodes
-    dry: bool
-    rebuilt: Callable[[ir.Node, ir.Node, Scope], None]
-    replace: Callable[[ir.Value, ir.Value, Scope], None]
-    holds_failure: Callable[..., bool]
-
-    def shape_body(self, graph: ir.Graph, form: BodyForm) -> None:
-        """Give ``graph`` the form ``form`` describes."""
-        for old, new in form.moved.items():
-            old.replace_all_uses_with(new)
-        self.take_out(form.drop)
-        if form.inputs is not None:
-            while len(graph.inputs):
-                graph.inputs.pop()
-            graph.inputs.extend(form.inputs)
-        if form.outputs is not None:
-            before = set(graph.outputs)
-            while len(graph.outputs):
-                graph.outputs.pop()
-            seen: set[ir.Value] = set()
-            for value in form.outputs:
-                kept = value in before and (_made_here(value, graph) or value.is_graph_input())
-                if value in seen or not (kept or _made_here(value, graph)):
-                    ident = ir.Node("", "Identity", [value])  # (ir.node converts: 3x dearer)
-                    graph.append(ident)
-                    ident.outputs[0].type, ident.outputs[0].shape = value.type, value.shape
-                    value = ident.outputs[0]
-                seen.add(value)
-                graph.outputs.append(value)
-
-    def apply(self, plan: Rebuild, scope: Scope) -> ir.Node:
-        """Apply ``plan`` in ``scope``'s graph; the node that replaces ``plan.node``."""
-        for graph, form in plan.bodies.values():
-            self.shape_body(graph, form)
-        graphs = {attr: graph for attr, (graph, _) in plan.bodies.items()}
-        new = rebuild(plan.node, plan.inputs, graphs, plan.num_outputs)
-        self.rebuilt(new, plan.node, scope)
-        for k, index in plan.moved.items():
-            old, fresh = plan.node.outputs[k], new.outputs[index]
-            fresh.type, fresh.shape = old.type, old.shape
-            if plan.facts and old in self.facts.values:
-                self.facts.values[fresh] = self.facts.values[old]
-            self.replace(old, fresh, scope)
-        return new
-
-    def add_node(self, node: ir.Node, before: ir.Node) -> None:
-        """Put ``node``, built whole by a transfer (a Loop and its body), before ``before``."""
-        assert before.graph is not None
-        before.graph.insert_before(before, node)
-        self.created.add(node)
-
-    def take_out(self, nodes: Iterable[ir.Node]) -> None:
-        """Take ``nodes`` (and what their subgraphs hold) out of their graphs: what a rewrite
-        replaced inside a body being built."""
-        nodes = list(nodes)
-        for node in nodes:
-            drop_subgraphs(node)
-        detach(nodes)
-
-    def discard(self, graph: ir.Graph) -> None:
-        """Drop every node of ``graph``, a copy or body no longer used, so that it stops using
-        outer values."""
-        drop_nodes_of(graph)
-
-    def retire(self, node: ir.Node) -> None:
-        """``node``'s work was inlined: its subgraphs stop using outer values (dead-code
-        removal then takes it and what only it read)."""
-        drop_subgraphs(node)
-
-    def set_attribute(self, node: ir.Node, attr: ir.Attr) -> None:
-        """Give ``node`` the attribute ``attr`` (in a dry walk, nothing changes)."""
-        if not self.dry:
-            node.attributes[attr.name] = attr
-
-    def sweep(self, graph: ir.Graph) -> None:
-        """Remove what nothing reads from ``graph`` and its subgraphs (what a walk replaced),
-        but what stays whatever reads it (a check, a node that fails at run time)."""
-        for inner in list(graph):
-            for _, sub in subgraphs(inner):
-                self.sweep(sub)
-        for inner in reversed(list(graph)):
-            if self.holds_failure(inner, settled=False):
-                continue
-            if all(not out.uses() and not out.is_graph_output() for out in inner.outputs):
-                self.take_out([inner])

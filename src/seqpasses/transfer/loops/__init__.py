@@ -42,7 +42,17 @@ from seqpasses.transfer.loops.induction import (
 )
 from seqpasses.walk.context import Context, Entry, Scope
 from seqpasses.walk.driver import Drive, Pattern, drive
-from seqpasses.walk.outcomes import Declared, Fold, Leave, Next, Outcome, Proposal
+from seqpasses.walk.outcomes import (
+    Build,
+    Declared,
+    Fold,
+    Learned,
+    Leave,
+    Next,
+    Outcome,
+    Proposal,
+    Said,
+)
 
 __all__ = ["RULES", "TABLE"]
 
@@ -96,10 +106,12 @@ def _not_unrolled(
     walked for an unrolling (reads at the counter left to the copies) is walked again."""
     return Next(
         node=node,
-        unrolling=False if rewalk else None,
-        walk=[(body, node, "body")] if rewalk else (),
-        refused=[(node, "unroll", why)],
-        noted=[(read, f"{label(node)} not unrolled: {why}") for read in reads],
+        learned=Learned(unrolling=False) if rewalk else None,
+        build=Build(walk=[(body, node, "body")]) if rewalk else None,
+        said=Said(
+            refused=[(node, "unroll", why)],
+            noted=[(read, f"{label(node)} not unrolled: {why}") for read in reads],
+        ),
     )
 
 
@@ -252,7 +264,8 @@ def _before(ctx: Context, node: ir.Node, scope: Scope) -> Outcome | None:
     planned = unroll.plan_unrolling(ctx, node, scope)
     if not declare:
         return planned
-    return Outcome(declare=declare, unrolling=planned.unrolling if planned else None)
+    unrolling = planned.learned.unrolling if planned and planned.learned else None
+    return Outcome(declare=declare, learned=Learned(unrolling=unrolling))
 
 
 TABLE: dict[tuple[str, str], Entry] = {

@@ -39,6 +39,7 @@ from seqpasses.walk.context import Context, Scope
 from seqpasses.walk.outcomes import (
     AbstractValue,
     BodyForm,
+    Build,
     Listed,
     Made,
     Next,
@@ -46,6 +47,7 @@ from seqpasses.walk.outcomes import (
     Rebuild,
     Record,
     Restructure,
+    Said,
     Stacked,
     Trial,
 )
@@ -227,14 +229,14 @@ def carry_stacked(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) -> 
         return (node, "stacked", text)
 
     def otherwise(reason: Reason) -> Proposal:
-        return Next(node=node, refused=[*refused, why(str(reason))])
+        return Next(node=node, said=Said(refused=[*refused, why(str(reason))]))
 
     def refuse(text: str) -> Proposal:  # (what planning built goes too)
         return Trial.failed(Reason("unknown-sequence", text), otherwise)
 
     if not lists:  # (each list said why already)
         nothing = Reason("unknown-sequence", "")
-        return Trial.failed(nothing, lambda _: Next(node=node, refused=refused))
+        return Trial.failed(nothing, lambda _: Next(node=node, said=Said(refused=refused)))
     if not _uses_ok(node, lists):
         return refuse("the final list is read by an op of another domain")
     if any(node.outputs[j].is_graph_output() for j in lists) and not any(
@@ -347,7 +349,7 @@ def _kept(
         plan=plan,
         held=held,
         # the replaced body must stop using outer values
-        discard=[body],
-        refused=refused,
+        build=Build(discard=[body]),
+        said=Said(refused=refused),
         records=[Record("loop-carries-stacked", detail)],
     )

@@ -32,6 +32,7 @@ from seqpasses.walk.context import Context, Scope
 from seqpasses.walk.outcomes import (
     AbstractValue,
     BodyForm,
+    Build,
     Listed,
     Made,
     Next,
@@ -39,6 +40,7 @@ from seqpasses.walk.outcomes import (
     Rebuild,
     Record,
     Restructure,
+    Said,
     Trial,
 )
 
@@ -109,7 +111,7 @@ def carry_elements(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) ->
         return None
 
     def otherwise(reason: Reason) -> Proposal:
-        return Next(node=node, refused=[(node, "elements", str(reason))])
+        return Next(node=node, said=Said(refused=[(node, "elements", str(reason))]))
 
     over = ctx.budget.afford(*cost_of(body), "carrying a list's elements")
     if over is not None:
@@ -188,6 +190,6 @@ def _kept(
         plan=plan,
         held=held,
         declare=declare,
-        discard=[body],
+        build=Build(discard=[body]),
         records=[Record("loop-carries-elements", f"carried list(s) {which} as their elements")],
     )

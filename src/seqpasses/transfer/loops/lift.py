@@ -21,6 +21,7 @@ from seqpasses.transfer.loops.induction import declared_ones
 from seqpasses.walk.context import Context, Scope
 from seqpasses.walk.outcomes import (
     BodyForm,
+    Build,
     Declared,
     Made,
     Next,
@@ -131,7 +132,7 @@ def lift_reads(
         return Next(
             declare=declare,
             uses=uses,
-            take_out=gone,
+            build=Build(take_out=gone),
             records=[record],
             node=node,
             changed=True,
@@ -148,7 +149,7 @@ def lift_reads(
         plan=rebuilt,
         declare=declare,
         uses=uses,
-        take_out=gone,
+        build=Build(take_out=gone),
         records=[record],
         then=lifted,
     )

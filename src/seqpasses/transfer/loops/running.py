@@ -38,6 +38,7 @@ from seqpasses.walk.outcomes import (
     BodyForm,
     Declared,
     Fold,
+    Learned,
     Made,
     Next,
     Outcome,
@@ -45,6 +46,7 @@ from seqpasses.walk.outcomes import (
     Rebuild,
     Record,
     Restructure,
+    Said,
     Use,
 )
 
@@ -186,7 +188,7 @@ def _apply(
             declare[count] = (ir.TensorType(ir.DataType.INT64), ir.Shape([]))
         return Outcome(
             declare=declare,
-            proven=[v for v in (acc, count) if v is not None],
+            learned=Learned(proven=[v for v in (acc, count) if v is not None]),
             then=lambda _: _read(ctx, scope, p, readers, acc, count, lambda: after(new)),
         )
 
@@ -195,7 +197,7 @@ def _apply(
     )
     return Restructure(
         plan=rebuilt,
-        refused=refused,
+        said=Said(refused=refused),
         records=[Record("loop-running-concat", detail)],
         then=made_new,
     )
@@ -347,4 +349,5 @@ def running_concats(
             refused.append((node, "running", "no empty tensor of its shape"))
             continue
         return applied
-    return Fold(refused=refused) if start else Next(node=node, refused=refused)
+    said = Said(refused=refused)
+    return Fold(said=said) if start else Next(node=node, said=said)

@@ -38,6 +38,7 @@ from seqpasses.walk.context import Context, Scope
 from seqpasses.walk.outcomes import (
     BodyForm,
     Fold,
+    Learned,
     Made,
     Next,
     Outcome,
@@ -45,6 +46,7 @@ from seqpasses.walk.outcomes import (
     Rebuild,
     Record,
     Restructure,
+    Said,
     Use,
 )
 
@@ -163,7 +165,7 @@ def _apply(
         runs = ir.SymbolicDim(None) if plan.runs is None else plan.runs
         return Outcome(
             declare={out: (out.type, given), stacked: (out.type, ir.Shape([runs, *shape]))},
-            proven=[stacked],
+            learned=Learned(proven=[stacked]),
             then=lambda _: _read(ctx, (node, new), scope, body, plan, readers, after),
         )
 
@@ -172,7 +174,7 @@ def _apply(
         # (the appended element's type, inferred when the body declares none)
         declare={tensor: (tensor.type or plan.element_type, tensor.shape)},
         records=[Record("loop-append-to-scan-output", f"carried value {j}")],
-        refused=refused,
+        said=Said(refused=refused),
         then=declared,
     )
 
@@ -235,7 +237,8 @@ def _read(
         declare = carried_shapes(new, induction(ctx, scope, new, body)[1])
     else:
         declare = {}
-    return Outcome(proven=proven, uses=uses, declare=declare, then=lambda _: after(new))
+    learned = Learned(proven=proven)
+    return Outcome(learned=learned, uses=uses, declare=declare, then=lambda _: after(new))
 
 
 def scope_of(ctx: Context, scope: Scope, reader: ir.Node) -> Scope:
@@ -358,4 +361,5 @@ def scan_outputs(
             return scan_outputs(ctx, new, scope, inner, j, more=True)
 
         return _apply(ctx, node, scope, body, j, found, refused, following)
-    return Fold(refused=refused) if more else Next(node=node, refused=refused)
+    said = Said(refused=refused)
+    return Fold(said=said) if more else Next(node=node, said=said)

@@ -15,6 +15,7 @@ from seqpasses.walk.outcomes import (
     EMPTY,
     AbstractValue,
     BodyForm,
+    Build,
     Declared,
     Made,
     Outcome,
@@ -37,15 +38,12 @@ def walked_copy(
 ) -> Trial:
     """A trial: ``copy`` (a clone of ``body``, the body of ``node``) given ``inputs`` and
     walked knowing ``values``, then ``then``; undone and ``otherwise`` where a step fails."""
-    attempt = Outcome(
+    build = Build(
         clones=[(copy, body)],
-        declare=declare,
         bodies=[(copy, BodyForm(inputs=inputs))],
-        values=values,
         walk=[(copy, node, "body")],
-        then=then,
-        charge=cost_of(body),
     )
+    attempt = Outcome(declare=declare, values=values, build=build, then=then, charge=cost_of(body))
     return Trial(attempt=attempt, otherwise=otherwise, drop=[copy])
 
 
@@ -53,4 +51,4 @@ def with_outputs(
     copy: ir.Graph, outputs: Sequence[ir.Value], then: Callable[[Made], Proposal | Reason]
 ) -> Outcome:
     """The walked ``copy`` given ``outputs``, its unread nodes swept, then ``then``."""
-    return Outcome(bodies=[(copy, BodyForm(outputs=outputs))], sweep=[copy], then=then)
+    return Outcome(build=Build(bodies=[(copy, BodyForm(outputs=outputs))], sweep=[copy]), then=then)

@@ -25,7 +25,9 @@ from seqpasses.walk.context import Context, Scope
 from seqpasses.walk.facts import Reason
 from seqpasses.walk.materialize import split_written
 from seqpasses.walk.outcomes import (
+    Build,
     Inline,
+    Learned,
     Made,
     Outcome,
     Proposal,
@@ -169,7 +171,7 @@ def plan_unrolling(ctx: Context, node: ir.Node, scope: Scope) -> Outcome | None:
         and not reads_outer_lists_only(ctx, node, body.as_graph())
         and not blocker(ctx, node, body.as_graph(), scope.opset)
     ):
-        return Outcome(unrolling=True)
+        return Outcome(learned=Learned(unrolling=True))
     return None
 
 
@@ -208,7 +210,7 @@ def unroll(
 
     inline = Inline(body, count, bind)
     return Trial(
-        attempt=Outcome(inline=inline, then=folded, charge=_cost(body, count)),
+        attempt=Outcome(build=Build(inline=inline), then=folded, charge=_cost(body, count)),
         otherwise=lambda why: otherwise(str(why)),
     )
 
@@ -242,8 +244,8 @@ def _folded(
         parts = [emit.unsqueeze(v, 0) for v in values]
         finals.append(parts[0] if len(parts) == 1 else emit.concat(parts, 0))
     return Replace(
-        forget=list(node.outputs),
+        learned=Learned(forget=list(node.outputs)),
         uses=list(zip(node.outputs, finals, strict=True)),
-        retire=[node],
+        build=Build(retire=[node]),
         records=[Record("loop-unroll", f"{count} iterations")],
     )
