@@ -28,6 +28,7 @@ __all__ = [
     "contradicts",
     "dim_of",
     "fill_shape",
+    "floor_div",
     "generated",
     "merge_form",
     "merge_shapes",
@@ -61,20 +62,75 @@ def _signed_parts(name: str) -> list[tuple[int, str]]:
     return parts
 
 
+_CALL = re.compile(r"^(?:(\d+)\*)?([A-Za-z_][A-Za-z0-9_]*\(.*\))$")
+
+
+def _balanced(call: str) -> bool:
+    """Whether ``f(...)``'s parentheses close only at its end (one call, not ``f(a)+g(b)``)."""
+    depth = 0
+    for index, char in enumerate(call):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0 and index != len(call) - 1:
+                return False
+        if depth < 0:
+            return False
+    return depth == 0
+
+
 def _parse(name: str) -> Counter[str] | None:
-    """Parse a linear expression we may have written earlier; ``None`` when not one."""
+    """Parse a linear expression we may have written earlier; ``None`` when not one. A term
+    is a name, a parenthesized name (``(s0 - 1)``) or a call (``floor((H-1)/2)``,
+    ``min(N,128)``), each with a whole factor (``3*N``)."""
     terms: Counter[str] = Counter()
     for sign, part in _signed_parts(name):
         if part.isdigit():
             terms[""] += sign * int(part)
             continue
-        if sign < 0:  # only numbers are subtracted: ``seq-len`` is one name
+        if sign < 0 and not part.startswith(_FUNCTIONS):  # ``seq-len`` is one name
             return None
         match = _TERM.match(part)
         if match is None:
-            return None
+            match = _CALL.match(part)
+            if match is None or not _balanced(match.group(2)):
+                return None
         terms[match.group(2)] += sign * int(match.group(1) or 1)
     return terms
+
+
+_FUNCTIONS = ("floor(", "ceil(", "min(")
+"""The calls seqpasses writes in dims: a term of one of them may be subtracted."""
+
+
+def floor_div(dim: Dim, divisor: int, *, ceil: bool = False) -> Dim:
+    """``floor(dim / divisor)`` (``ceil``: rounded up) of a dim, which is never negative:
+    a number, a sum whose every term the divisor divides (``(2*N+4)/2`` is ``N+2``), or the
+    call ``floor(N/2)``, ``floor((H-1)/2)``; unnamed when ``dim`` is unknown."""
+    if divisor <= 0:
+        return ir.SymbolicDim(None)
+    if isinstance(dim, int):
+        return -(-dim // divisor) if ceil else dim // divisor
+    if divisor == 1:
+        return dim
+    terms = _terms_of(dim)
+    if terms is None:
+        return ir.SymbolicDim(None)
+    if all(k % divisor == 0 for k in terms.values()):
+        return _format(Counter({name: k // divisor for name, k in terms.items()}))
+    constant = terms.get("", 0)
+    if constant % divisor == 0 and constant and not ceil:  # floor((X-4)/2) = floor(X/2)-2
+        rest = Counter({name: k for name, k in terms.items() if name})
+        return add_dims([floor_div(_format(rest), divisor), constant // divisor])
+    text = _format(Counter(terms))
+    if not isinstance(text, ir.SymbolicDim) or text.value is None:
+        return ir.SymbolicDim(None)
+    inner = text.value
+    single = len([k for k in terms.values() if k]) == 1 and list(terms.values()).count(1) == 1
+    if not (single and "" not in terms):
+        inner = f"({inner})"
+    return ir.SymbolicDim(f"{'ceil' if ceil else 'floor'}({inner}/{divisor})")
 
 
 def _terms_of(dim: Dim) -> Counter[str] | None:

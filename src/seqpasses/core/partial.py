@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 import onnx_ir as ir
 
-from seqpasses.core.dims import add_dims, generated, scale_dim
+from seqpasses.core.dims import add_dims, floor_div, generated, scale_dim
 from seqpasses.core.graph import is_default
 
 __all__ = ["MAX_DEPTH", "MAX_ENTRIES", "Known", "partial_vector"]
@@ -228,6 +228,8 @@ def _symbolic(op: str) -> Callable[[Known, Known], Known]:
             return _name(scale_dim(x, y))  # type: ignore[arg-type]
         if op == "Mul" and isinstance(x, int):
             return _name(scale_dim(y, x))  # type: ignore[arg-type]
+        if op == "Div" and isinstance(y, int) and y > 0 and _plain_name(x):
+            return _name(floor_div(x, y))  # type: ignore[arg-type]  # (a dim: never negative)
         same = isinstance(x, ir.SymbolicDim) and isinstance(y, ir.SymbolicDim)
         same = same and x.value == y.value  # type: ignore[union-attr]
         if same and op in ("Equal", "LessOrEqual", "GreaterOrEqual"):
@@ -239,6 +241,20 @@ def _symbolic(op: str) -> Callable[[Known, Known], Known]:
         return None
 
     return apply
+
+
+def _plain_name(dim: Known) -> bool:
+    """Whether ``dim`` is a dim's own name (a size: never negative), not arithmetic on it."""
+    text = getattr(dim, "value", None)
+    return isinstance(text, str) and text.isidentifier()
+
+
+def _truncated(x: int, y: int) -> Known:
+    """Integer Div as ONNX does it: rounded toward zero (None for a zero divisor)."""
+    if y == 0:
+        return None
+    quotient = abs(x) // abs(y)
+    return quotient if (x >= 0) == (y > 0) else -quotient
 
 
 def _name(dim: object) -> Known:
@@ -283,6 +299,7 @@ _BINARY: dict[str, Callable[[Known, Known], Known]] = {
     "Add": _known(_op("Add", lambda x, y: x + y), wraps=True),
     "Sub": _known(_op("Sub", lambda x, y: x - y), wraps=True),
     "Mul": _known(_op("Mul", lambda x, y: x * y), wraps=True),
+    "Div": _known(_op("Div", _truncated)),
     "Max": _known(_op("Max", lambda x, y: max(x, y))),
     "Min": _known(_op("Min", lambda x, y: min(x, y))),
     "Equal": _known(_op("Equal", lambda x, y: x == y)),

@@ -9,6 +9,7 @@ types onnx would give. Pure functions of the inputs' types and shapes: the oracl
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -114,8 +115,18 @@ def broadcast(shapes: list[ir.Shape | None]) -> ir.Shape | None:
         elif all(same_dim(d, column[0]) for d in column):
             dims.append(column[0])
         else:
-            dims.append(ir.SymbolicDim(None))
+            dims.append(_capped_by(column))
     return ir.Shape(dims)
+
+
+def _capped_by(column: list[Dim]) -> Dim:
+    """A name beside ``min(name, cap)`` broadcasts to the name (where the two differ, the
+    name is past the cap and neither is 1: the op fails); anything else is unknown."""
+    names = {getattr(d, "value", None) for d in column if cap_of(d) is None}
+    capped_names = {found[0] for d in column if (found := cap_of(d)) is not None}
+    if len(names) == 1 and None not in names and capped_names <= names:
+        return next(d for d in column if cap_of(d) is None)
+    return ir.SymbolicDim(None)
 
 
 def _broadcast_expand(data: list[Dim], target: list[Dim]) -> ir.Shape | None:
@@ -288,6 +299,15 @@ def slice_dims(
     for axis, start, end, step in zip(axes, starts, ends, steps, strict=True):
         assert isinstance(axis, int)
         axis %= rank
+        if (
+            start == 0
+            and not isinstance(start, bool)
+            and step == 1
+            and isinstance(end, ir.SymbolicDim)
+            and not isinstance(dims[axis], int)
+        ):
+            dims[axis] = _to_named_end(data[axis], end.value or "")
+            continue
         if any(not isinstance(x, int) or isinstance(x, bool) for x in (start, end, step)):
             continue
         assert isinstance(start, int) and isinstance(end, int) and isinstance(step, int)
@@ -326,6 +346,26 @@ def sequence_type(node: ir.Node, inputs: list[TypeAndShape | None]) -> ir.Sequen
     ):
         return listed[0]
     return None
+
+
+def _to_named_end(size: Dim, end: str) -> Dim:
+    """A slice from 0 to the named end ``end`` (a dim's size: never negative) of an axis of
+    ``size``: the end where the axis is the same name; ``min(end, size)`` where the size is
+    a number; else unknown."""
+    halved = _FLOORED.match(end)
+    if halved is not None and getattr(size, "value", None) == halved.group(1):
+        return ir.SymbolicDim(end)  # (``x[:n // k]`` of an axis of size n)
+    if not _NAME.match(end):
+        return ir.SymbolicDim(None)
+    if isinstance(size, int):
+        return capped(end, size) if size > 0 else 0
+    if getattr(size, "value", None) == end:
+        return size
+    return ir.SymbolicDim(None)
+
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_FLOORED = re.compile(r"^floor\(([A-Za-z_][A-Za-z0-9_]*)/\d+\)$")
 
 
 def constant_tensor(value: ir.Value) -> ir.TensorProtocol | None:

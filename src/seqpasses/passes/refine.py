@@ -11,6 +11,8 @@ import onnx_ir as ir
 
 from seqpasses.core.constants import constant_array
 from seqpasses.core.dims import claimed_shape, contradicts, fill_shape
+from seqpasses.core.shape_rules import BROADCASTING, broadcast
+from seqpasses.core.spatial import WINDOWED, concat_dims, windowed_shape
 from seqpasses.passes.loop_lists import BodyFacts
 
 __all__ = ["fill_bodies", "refine_shapes"]
@@ -38,6 +40,8 @@ def refine_shapes(
     for node in graph:
         if node.domain not in ("", "ai.onnx"):
             continue
+        if node.op_type in _COMPUTED and len(node.outputs) >= 1:
+            _computed(node, tainted, changed)
         if node.op_type not in ("Slice", "Pad"):
             if any(v in changed for v in node.inputs) and not any(
                 v in tainted for v in node.inputs
@@ -84,6 +88,33 @@ def refine_shapes(
         if filled != out.shape:
             out.shape = filled
             changed.add(out)
+
+
+_COMPUTED = WINDOWED | BROADCASTING | {"Concat"}
+"""Ops whose dims seqpasses computes by its own arithmetic on names, where onnx's inference
+leaves them unknown (:mod:`seqpasses.core.spatial`, numpy's broadcasting)."""
+
+
+def _computed(node: ir.Node, tainted: set[ir.Value], changed: set[ir.Value]) -> None:
+    """Fill the unknown dims of ``node``'s first output from its inputs' shapes as filled so
+    far (a convolution's window, a concatenation's sum, a broadcast); never a dim known
+    already, nor a value of ``tainted`` or computed from one."""
+    out = node.outputs[0]
+    if out in tainted or out.type is None or any(v in tainted for v in node.inputs):
+        return
+    shapes = [v.shape if v is not None else None for v in node.inputs]
+    if node.op_type in WINDOWED:
+        new = windowed_shape(node, shapes)
+    elif node.op_type == "Concat":
+        new = concat_dims(node, shapes)
+    else:
+        new = broadcast(shapes[:3] if node.op_type == "Where" else shapes)
+    if new is None or contradicts(out.shape, new):
+        return
+    filled = fill_shape(out.shape, new)
+    if filled != out.shape:
+        out.shape = filled
+        changed.add(out)
 
 
 _SURE_OF_A_SEQUENCE = frozenset({"SequenceLength", "SequenceInsert", "SequenceErase"})

@@ -1,0 +1,183 @@
+"""Dims that ``seqpasses shapes -o`` writes as arithmetic on the inputs' names, where onnx's
+inference leaves them unknown: a convolution's or pooling window's spatial dims
+(``floor((H-1)/2)+1``), a transposed convolution's (``2*H+1``), a concatenation's axis
+(``M+N``), a slice to a named end (``min(N,128)``, ``floor(N/2)``) and what broadcasts with
+it. Each written expression is checked on ONNX Runtime runs at several sizes: evaluated with
+the sizes the inputs were given, it is the size every value has."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+from helpers import run_cli
+
+HEADER = '<ir_version: 8, opset_import: ["" : 17]>\n'
+
+CONV = (
+    HEADER
+    + """
+g (float[N,3,H,W] x, float[8,3,3,3] w, float[8,8,3,3] w8, float[8,8,2,2] wt)
+    => (float[N,8,?,?] a, float[N,8,?,?] t, float[N,8,?,?] s, float[N,8,?,?] v) {
+  c1 = Conv <strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)
+  r = Relu (c1)
+  c2 = Conv <dilations = [2, 2]> (r, w8)
+  p = MaxPool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]> (c2)
+  a = AveragePool <kernel_shape = [2, 2]> (p)
+  t = ConvTranspose <strides = [2, 2]> (r, wt)
+  s = Conv <auto_pad = "SAME_UPPER", strides = [3, 3]> (r, w8)
+  v = Conv <auto_pad = "VALID", strides = [2, 1]> (r, w8)
+}
+"""
+)
+
+CONCAT_SLICE = (
+    HEADER
+    + """
+g (float[B,N,16] x, float[B,M,16] y, float[1,128,16] pos) => (float[B,?,16] o, float[B,?,16] h) {
+  c = Concat <axis = 1> (x, y)
+  cx = Concat <axis = 1> (x, x, y)
+  o = Relu (cx)
+  s = Shape (x)
+  i1 = Constant <value = int64 {1}> ()
+  n = Gather (s, i1)
+  ax0 = Constant <value = int64[1] {0}> ()
+  z1 = Constant <value = int64[1] {0}> ()
+  one1 = Constant <value = int64[1] {1}> ()
+  nu = Unsqueeze (n, ax0)
+  p = Slice (pos, z1, nu, one1)
+  a = Add (x, p)
+  two = Constant <value = int64 {2}> ()
+  half = Div (n, two)
+  hu = Unsqueeze (half, ax0)
+  h = Slice (a, z1, hu, one1)
+}
+"""
+)
+
+_SIZES = {
+    "conv": [{"N": 1, "H": 9, "W": 12}, {"N": 2, "H": 16, "W": 13}, {"N": 1, "H": 30, "W": 21}],
+    "concat_slice": [
+        {"B": 1, "N": 5, "M": 2},
+        {"B": 2, "N": 128, "M": 7},
+        {"B": 1, "N": 1, "M": 1},
+    ],
+}
+
+
+def _evaluate(expression: str, sizes: dict[str, int]) -> int:
+    """The size an expression seqpasses writes stands for, the names bound to ``sizes``."""
+    python = re.sub(r"\bceil\(", "_ceil(", re.sub(r"\bfloor\(", "_floor(", expression))
+    scope = {"_floor": math.floor, "_ceil": math.ceil, "min": min, **sizes}
+    return int(eval(python, {"__builtins__": {}}, scope))
+
+
+def _written(model: str, tmp_path: Path) -> tuple[Path, dict[str, list[int | str | None]]]:
+    source, out = tmp_path / "in.onnx", tmp_path / "typed.onnx"
+    onnx.save(onnx.parser.parse_model(model), source)
+    result = run_cli("shapes", source, "-o", out, "-q")
+    assert result.returncode == 0, result.stderr
+    written = onnx.load(out)
+    claims: dict[str, list[int | str | None]] = {}
+    for info in (*written.graph.value_info, *written.graph.output):
+        shape = info.type.tensor_type.shape
+        claims[info.name] = [
+            d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in shape.dim
+        ]
+    return out, claims
+
+
+def _every_value(path: Path, feeds: dict[str, np.ndarray]) -> dict[str, tuple[int, ...]]:
+    model = onnx.load(path)
+    present = {o.name for o in model.graph.output}
+    for node in model.graph.node:
+        for name in node.output:
+            if name not in present:
+                model.graph.output.append(onnx.helper.make_empty_tensor_value_info(name))
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(model.SerializeToString(), options)
+    names = [o.name for o in model.graph.output]
+    return {n: np.asarray(v).shape for n, v in zip(names, session.run(None, feeds), strict=True)}
+
+
+def _feeds(case: str, sizes: dict[str, int]) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(0)
+    if case == "conv":
+        n, h, w = sizes["N"], sizes["H"], sizes["W"]
+        shapes = {"x": (n, 3, h, w), "w": (8, 3, 3, 3), "w8": (8, 8, 3, 3), "wt": (8, 8, 2, 2)}
+    else:
+        b, n, m = sizes["B"], sizes["N"], sizes["M"]
+        shapes = {"x": (b, n, 16), "y": (b, m, 16), "pos": (1, 128, 16)}
+    return {k: rng.standard_normal(s).astype(np.float32) for k, s in shapes.items()}
+
+
+@pytest.mark.parametrize(
+    ("case", "model", "expected"),
+    [
+        (
+            "conv",
+            CONV,
+            {
+                "c1": ["N", 8, "floor((H-1)/2)+1", "floor((W-1)/2)+1"],
+                "r": ["N", 8, "floor((H-1)/2)+1", "floor((W-1)/2)+1"],
+                "c2": ["N", 8, "floor((H-1)/2)-3", "floor((W-1)/2)-3"],
+                "p": ["N", 8, "floor(floor((H-1)/2)/2)-1", "floor(floor((W-1)/2)/2)-1"],
+                "t": ["N", 8, "2*floor((H-1)/2)+2", "2*floor((W-1)/2)+2"],
+            },
+        ),
+        (
+            "concat_slice",
+            CONCAT_SLICE,
+            {
+                "c": ["B", "M+N", 16],
+                "cx": ["B", "M+2*N", 16],
+                "o": ["B", "M+2*N", 16],
+                "p": [1, "min(N,128)", 16],
+                "a": ["B", "N", 16],
+                "h": ["B", "floor(N/2)", 16],
+            },
+        ),
+    ],
+)
+def test_written_arithmetic_on_names_holds_on_runs(
+    case: str, model: str, expected: dict[str, list[int | str]], tmp_path: Path
+) -> None:
+    out, claims = _written(model, tmp_path)
+    for name, dims in expected.items():
+        assert claims[name] == dims, name
+    for sizes in _SIZES[case]:
+        ran = _every_value(out, _feeds(case, sizes))
+        for name, dims in claims.items():
+            if name not in ran:
+                continue
+            assert len(dims) == len(ran[name]), name
+            for claimed, actual in zip(dims, ran[name], strict=True):
+                if isinstance(claimed, int):
+                    assert claimed == actual, (name, dims, ran[name])
+                elif claimed is not None:
+                    assert _evaluate(claimed, sizes) == actual, (name, claimed, sizes, actual)
+
+
+def test_floor_division_keeps_one_spelling_and_simplifies_what_divides() -> None:
+    import onnx_ir as ir
+
+    from seqpasses.core.dims import add_dims, floor_div, scale_dim
+
+    h = ir.SymbolicDim("H")
+    assert floor_div(9, 2) == 4 and floor_div(9, 2, ceil=True) == 5
+    assert floor_div(h, 1) is h
+    assert floor_div(scale_dim(h, 4), 2) == ir.SymbolicDim("2*H")
+    assert floor_div(add_dims([h, 4]), 2) == ir.SymbolicDim("floor(H/2)+2")
+    assert floor_div(add_dims([h, -1]), 2) == ir.SymbolicDim("floor((H-1)/2)")
+    assert floor_div(h, 3, ceil=True) == ir.SymbolicDim("ceil(H/3)")
+    # what was written parses back into its terms: sums of it stay one expression
+    written = add_dims([floor_div(add_dims([h, -1]), 2), 1])
+    assert add_dims([written, written, -2]) == ir.SymbolicDim("2*floor((H-1)/2)")
+    assert floor_div(ir.SymbolicDim(None), 2).value is None
