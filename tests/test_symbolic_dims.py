@@ -2,7 +2,8 @@
 inference leaves them unknown: a convolution's or pooling window's spatial dims
 (``floor((H-1)/2)+1``), a transposed convolution's (``2*H+1``), a concatenation's axis
 (``M+N``), a slice to a named end (``min(N,128)``, ``floor(N/2)``) and what broadcasts with
-it. Each written expression is checked on ONNX Runtime runs at several sizes: evaluated with
+it, a reshape to a product (``B*N``, ``4*N``), and a graph output an exporter declared with
+made-up names (``Relu_dim_0``). Each written expression is checked on ONNX Runtime runs at several sizes: evaluated with
 the sizes the inputs were given, it is the size every value has."""
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ CONV = (
     HEADER
     + """
 g (float[N,3,H,W] x, float[8,3,3,3] w, float[8,8,3,3] w8, float[8,8,2,2] wt)
-    => (float[N,8,?,?] a, float[N,8,?,?] t, float[N,8,?,?] s, float[N,8,?,?] v) {
+    => (float[N,8,?,?] a, float[N,8,?,?] t, float[N,8,?,?] s, float[N,8,?,?] v,
+        float[N,8,?,?] m) {
   c1 = Conv <strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)
   r = Relu (c1)
   c2 = Conv <dilations = [2, 2]> (r, w8)
@@ -33,6 +35,7 @@ g (float[N,3,H,W] x, float[8,3,3,3] w, float[8,8,3,3] w8, float[8,8,2,2] wt)
   t = ConvTranspose <strides = [2, 2]> (r, wt)
   s = Conv <auto_pad = "SAME_UPPER", strides = [3, 3]> (r, w8)
   v = Conv <auto_pad = "VALID", strides = [2, 1]> (r, w8)
+  m = MaxPool <kernel_shape = [3, 2], strides = [2, 2], ceil_mode = 1> (r)
 }
 """
 )
@@ -61,6 +64,35 @@ g (float[B,N,16] x, float[B,M,16] y, float[1,128,16] pos) => (float[B,?,16] o, f
 """
 )
 
+RESHAPE = (
+    HEADER
+    + """
+g (float[B,N,16] x) => (float[Relu_dim_0, Relu_dim_1, Relu_dim_2] r, float[B,?,4] v) {
+  s = Shape (x)
+  i0 = Constant <value = int64 {0}> ()
+  i1 = Constant <value = int64 {1}> ()
+  b = Gather (s, i0)
+  n = Gather (s, i1)
+  ax0 = Constant <value = int64[1] {0}> ()
+  bu = Unsqueeze (b, ax0)
+  m1 = Constant <value = int64[1] {-1}> ()
+  four = Constant <value = int64[1] {4}> ()
+  target = Concat <axis = 0> (bu, m1, four)
+  v = Reshape (x, target)
+  bn = Mul (b, n)
+  bnu = Unsqueeze (bn, ax0)
+  sixteen = Constant <value = int64[1] {16}> ()
+  target2 = Concat <axis = 0> (bnu, sixteen)
+  v2 = Reshape (x, target2)
+  flat = Constant <value = int64[2] {-1, 16}> ()
+  v3 = Reshape (x, flat)
+  reps = Constant <value = int64[3] {1, 2, 1}> ()
+  ti = Tile (x, reps)
+  r = Relu (x)
+}
+"""
+)
+
 _SIZES = {
     "conv": [{"N": 1, "H": 9, "W": 12}, {"N": 2, "H": 16, "W": 13}, {"N": 1, "H": 30, "W": 21}],
     "concat_slice": [
@@ -68,6 +100,7 @@ _SIZES = {
         {"B": 2, "N": 128, "M": 7},
         {"B": 1, "N": 1, "M": 1},
     ],
+    "reshape": [{"B": 1, "N": 5}, {"B": 3, "N": 2}],
 }
 
 
@@ -112,6 +145,8 @@ def _feeds(case: str, sizes: dict[str, int]) -> dict[str, np.ndarray]:
     if case == "conv":
         n, h, w = sizes["N"], sizes["H"], sizes["W"]
         shapes = {"x": (n, 3, h, w), "w": (8, 3, 3, 3), "w8": (8, 8, 3, 3), "wt": (8, 8, 2, 2)}
+    elif case == "reshape":
+        shapes = {"x": (sizes["B"], sizes["N"], 16)}
     else:
         b, n, m = sizes["B"], sizes["N"], sizes["M"]
         shapes = {"x": (b, n, 16), "y": (b, m, 16), "pos": (1, 128, 16)}
@@ -130,6 +165,7 @@ def _feeds(case: str, sizes: dict[str, int]) -> dict[str, np.ndarray]:
                 "c2": ["N", 8, "floor((H-1)/2)-3", "floor((W-1)/2)-3"],
                 "p": ["N", 8, "floor(floor((H-1)/2)/2)-1", "floor(floor((W-1)/2)/2)-1"],
                 "t": ["N", 8, "2*floor((H-1)/2)+2", "2*floor((W-1)/2)+2"],
+                "m": ["N", 8, "ceil(floor((H-1)/2)/2)", "ceil((floor((W-1)/2)-1)/2)+1"],
             },
         ),
         (
@@ -142,6 +178,18 @@ def _feeds(case: str, sizes: dict[str, int]) -> dict[str, np.ndarray]:
                 "p": [1, "min(N,128)", 16],
                 "a": ["B", "N", 16],
                 "h": ["B", "floor(N/2)", 16],
+            },
+        ),
+        (
+            "reshape",
+            RESHAPE,
+            {
+                "v": ["B", "4*N", 4],
+                "v2": ["B*N", 16],
+                "v3": ["B*N", 16],
+                "ti": ["B", "2*N", 16],
+                # a graph output an exporter declared with made-up names gets the inputs'
+                "r": ["B", "N", 16],
             },
         ),
     ],

@@ -27,21 +27,24 @@ __all__ = [
     "concat_shape",
     "contradicts",
     "dim_of",
+    "divide_dims",
     "fill_shape",
     "floor_div",
     "generated",
     "merge_form",
     "merge_shapes",
+    "multiply_dims",
     "same_dim",
     "same_shape",
     "scale_dim",
     "shape_dims",
     "shape_text",
+    "unknown",
 ]
 
 Dim = int | ir.SymbolicDim
 
-_TERM = re.compile(r"^(?:(\d+)\*)?([A-Za-z_][A-Za-z0-9_]*|\([^()]*\))$")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def _signed_parts(name: str) -> list[tuple[int, str]]:
@@ -62,7 +65,7 @@ def _signed_parts(name: str) -> list[tuple[int, str]]:
     return parts
 
 
-_CALL = re.compile(r"^(?:(\d+)\*)?([A-Za-z_][A-Za-z0-9_]*\(.*\))$")
+_CALL = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\(.*\)$")
 
 
 def _balanced(call: str) -> bool:
@@ -80,10 +83,42 @@ def _balanced(call: str) -> bool:
     return depth == 0
 
 
+def _factors(part: str) -> list[str]:
+    """``2*B*floor(H/2)`` -> ``["2", "B", "floor(H/2)"]``: split at top-level ``*``."""
+    pieces: list[str] = []
+    depth, start = 0, 0
+    for index, char in enumerate(part):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "*" and depth == 0:
+            pieces.append(part[start:index])
+            start = index + 1
+    pieces.append(part[start:])
+    return pieces
+
+
+def _term(part: str) -> tuple[int, str] | None:
+    """A term's whole factor and its product of names, the names sorted (``S*2*B`` ->
+    ``(2, "B*S")``): each factor a number, a name, a parenthesized name (``(s0 - 1)``) or a
+    call (``floor((H-1)/2)``, ``min(N,128)``); None when ``part`` is not such a term."""
+    factor, names = 1, []
+    for piece in _factors(part):
+        if piece.isdigit():
+            factor *= int(piece)
+        elif _NAME.match(piece) or (
+            (_CALL.match(piece) or piece.startswith("(")) and _balanced(piece)
+        ):
+            names.append(piece)
+        else:
+            return None
+    return (factor, "*".join(sorted(names))) if names else None
+
+
 def _parse(name: str) -> Counter[str] | None:
-    """Parse a linear expression we may have written earlier; ``None`` when not one. A term
-    is a name, a parenthesized name (``(s0 - 1)``) or a call (``floor((H-1)/2)``,
-    ``min(N,128)``), each with a whole factor (``3*N``)."""
+    """Parse a sum of terms we may have written earlier (:func:`_term`: ``3*N``, ``B*S``,
+    ``floor((H-1)/2)``); ``None`` when not one."""
     terms: Counter[str] = Counter()
     for sign, part in _signed_parts(name):
         if part.isdigit():
@@ -91,13 +126,58 @@ def _parse(name: str) -> Counter[str] | None:
             continue
         if sign < 0 and not part.startswith(_FUNCTIONS):  # ``seq-len`` is one name
             return None
-        match = _TERM.match(part)
-        if match is None:
-            match = _CALL.match(part)
-            if match is None or not _balanced(match.group(2)):
-                return None
-        terms[match.group(2)] += sign * int(match.group(1) or 1)
+        found = _term(part)
+        if found is None:
+            return None
+        terms[found[1]] += sign * found[0]
     return terms
+
+
+def multiply_dims(a: Dim, b: Dim) -> Dim:
+    """``a * b``: numbers, a number times a sum (``3*N+3``), or two single terms (``B*S``,
+    ``4*B*N``); unnamed (unknown) for anything else, or past an int64."""
+    if isinstance(a, int) and isinstance(b, int):
+        return bounded(a * b)
+    if isinstance(a, int) or isinstance(b, int):
+        number, other = (a, b) if isinstance(a, int) else (b, a)
+        assert isinstance(number, int)
+        return scale_dim(other, number)
+    first, second = _single(a), _single(b)
+    if first is None or second is None:
+        return ir.SymbolicDim(None)
+    names = _canonical(f"{first[1]}*{second[1]}")
+    return _format(Counter({names: first[0] * second[0]}))
+
+
+def divide_dims(a: Dim, b: Dim) -> Dim:
+    """``a / b`` where ``b`` divides ``a`` exactly as terms (``4*B*N / (2*B)`` is ``2*N``):
+    numbers, or single terms whose names hold ``b``'s; unnamed (unknown) otherwise."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a // b if b and a % b == 0 else ir.SymbolicDim(None)
+    top = (a, "") if isinstance(a, int) else _single(a)
+    bottom = (b, "") if isinstance(b, int) else _single(b)
+    if top is None or bottom is None or not bottom[0] or top[0] % bottom[0]:
+        return ir.SymbolicDim(None)
+    names = Counter(n for n in top[1].split("*") if n)
+    names.subtract(Counter(n for n in bottom[1].split("*") if n))
+    if any(k < 0 for k in names.values()):
+        return ir.SymbolicDim(None)
+    left = _canonical("*".join(names.elements()))
+    return _format(Counter({left: top[0] // bottom[0]}))
+
+
+def _single(dim: Dim) -> tuple[int, str] | None:
+    """``(factor, names)`` of a dim that is one term (``4*B*N``), else None."""
+    terms = _terms_of(dim)
+    if terms is None or terms.get("", 0) or len([k for k in terms.values() if k]) != 1:
+        return None
+    ((names, factor),) = [(n, k) for n, k in terms.items() if k]
+    return factor, names
+
+
+def _canonical(names: str) -> str:
+    """Names of a product in the order :func:`_term` reads them back (``""``: none)."""
+    return "*".join(sorted(n for n in names.split("*") if n))
 
 
 _FUNCTIONS = ("floor(", "ceil(", "min(")
@@ -120,9 +200,9 @@ def floor_div(dim: Dim, divisor: int, *, ceil: bool = False) -> Dim:
     if all(k % divisor == 0 for k in terms.values()):
         return _format(Counter({name: k // divisor for name, k in terms.items()}))
     constant = terms.get("", 0)
-    if constant % divisor == 0 and constant and not ceil:  # floor((X-4)/2) = floor(X/2)-2
+    if constant % divisor == 0 and constant:  # floor((X-4)/2) = floor(X/2)-2
         rest = Counter({name: k for name, k in terms.items() if name})
-        return add_dims([floor_div(_format(rest), divisor), constant // divisor])
+        return add_dims([floor_div(_format(rest), divisor, ceil=ceil), constant // divisor])
     text = _format(Counter(terms))
     if not isinstance(text, ir.SymbolicDim) or text.value is None:
         return ir.SymbolicDim(None)
@@ -220,7 +300,7 @@ def generated(dim: object) -> bool:
     return _symbolic(dim) and bool(dim.value) and _GENERATED.search(dim.value or "") is not None
 
 
-def _unknown(dim: object) -> bool:
+def unknown(dim: object) -> bool:
     """No size and no user-given name (generated names such as ``unk__N`` say nothing)."""
     return _symbolic(dim) and (dim.value is None or _GENERATED.search(dim.value) is not None)
 
@@ -241,7 +321,7 @@ def fill_shape(
         if isinstance(d, int):  # (a known number is never changed)
             dims.append(d)
             continue
-        take = _unknown(d) or (numbers_win and isinstance(i, int))
+        take = unknown(d) or (numbers_win and isinstance(i, int))
         dims.append(i if take and isinstance(i, int | ir.SymbolicDim) else d)
     return ir.Shape(dims)
 

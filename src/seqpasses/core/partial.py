@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 import onnx_ir as ir
 
-from seqpasses.core.dims import add_dims, floor_div, generated, scale_dim
+from seqpasses.core.dims import add_dims, floor_div, generated, multiply_dims, scale_dim
 from seqpasses.core.graph import is_default
 
 __all__ = ["MAX_DEPTH", "MAX_ENTRIES", "Known", "partial_vector"]
@@ -228,6 +228,8 @@ def _symbolic(op: str) -> Callable[[Known, Known], Known]:
             return _name(scale_dim(x, y))  # type: ignore[arg-type]
         if op == "Mul" and isinstance(x, int):
             return _name(scale_dim(y, x))  # type: ignore[arg-type]
+        if op == "Mul":
+            return _name(multiply_dims(x, y))  # type: ignore[arg-type]  # (B*S)
         if op == "Div" and isinstance(y, int) and y > 0 and _plain_name(x):
             return _name(floor_div(x, y))  # type: ignore[arg-type]  # (a dim: never negative)
         same = isinstance(x, ir.SymbolicDim) and isinstance(y, ir.SymbolicDim)

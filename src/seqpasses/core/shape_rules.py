@@ -15,7 +15,16 @@ from collections.abc import Callable
 import numpy as np
 import onnx_ir as ir
 
-from seqpasses.core.dims import INT64_MAX, Dim, cap_of, capped, same_dim, scale_dim
+from seqpasses.core.dims import (
+    INT64_MAX,
+    Dim,
+    cap_of,
+    capped,
+    divide_dims,
+    multiply_dims,
+    same_dim,
+    scale_dim,
+)
 from seqpasses.core.graph import is_default
 from seqpasses.core.partial import Known
 
@@ -180,6 +189,14 @@ def _reshaped(data: list[Dim], target: list[Dim], allowzero: bool) -> ir.Shape |
             others = math.prod(numbers[len(data) :])
             if others and total % others == 0:
                 dims[inferred] = total // others
+        else:  # (names: the product of the data's dims over the others', as terms: 4*N)
+            whole: Dim = 1
+            for d in data:
+                whole = multiply_dims(whole, d)
+            known: Dim = 1
+            for d in rest:
+                known = multiply_dims(known, d)
+            dims[inferred] = divide_dims(whole, known)
     return ir.Shape(dims)
 
 

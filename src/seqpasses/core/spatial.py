@@ -4,8 +4,9 @@ convolution (``2*H``), and the axis of a concatenation (``M+N``). Pure functions
 inputs' shapes and the node's attributes; a dim they cannot tell is unnamed (unknown).
 
 Only the NOTSET, VALID and SAME paddings of the spec are followed; a pooling window with
-``ceil_mode`` and a stride is left unknown (runtimes differ on its last window), as is a
-transposed convolution given its ``output_shape``.
+``ceil_mode`` and a stride is followed only without pads and where every window reaches a
+stride (elsewhere runtimes differ on its last window), and a transposed convolution given
+its ``output_shape`` is left unknown.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def windowed_shape(node: ir.Node, shapes: Sequence[ir.Shape | None]) -> ir.Shape
     if op in ("MaxPool", "AveragePool", "LpPool"):
         channels = data[1]
         if node.attributes.get_int("ceil_mode", 0) and max(strides) > 1:
-            return ir.Shape([data[0], channels, *[_UNKNOWN] * spatial])
+            return _ceil_mode(data, channels, kernel, strides, dilations, pads, auto_pad)
     elif weight is not None and len(weight) == len(data):
         if op == "ConvTranspose":
             group = node.attributes.get_int("group", 1)
@@ -93,6 +94,30 @@ def windowed_shape(node: ir.Node, shapes: Sequence[ir.Shape | None]) -> ir.Shape
             dims.append(add_dims([floor_div(add_dims([size, padded - reach]), stride), 1]))
         else:
             dims.append(_UNKNOWN)
+    return ir.Shape(dims)
+
+
+def _ceil_mode(
+    data: ir.Shape,
+    channels: Dim,
+    kernel: list[int],
+    strides: list[int],
+    dilations: list[int],
+    pads: list[int],
+    auto_pad: str,
+) -> ir.Shape:
+    """A pooling window rounded up (``ceil_mode``): ``ceil((size - reach) / stride) + 1``
+    where no pads are given and every window reaches at least a stride (so the last one
+    starts inside the data, and runtimes agree); unknown elsewhere."""
+    spatial = len(data) - 2
+    dims: list[Dim] = [data[0], channels]
+    for k in range(spatial):
+        reach = (kernel[k] - 1) * dilations[k] + 1
+        if auto_pad != "NOTSET" or any(pads) or reach < strides[k]:
+            dims.append(_UNKNOWN)
+            continue
+        rounded = floor_div(add_dims([data[2 + k], -reach]), strides[k], ceil=True)
+        dims.append(add_dims([rounded, 1]))
     return ir.Shape(dims)
 
 

@@ -10,8 +10,9 @@ import onnx
 import onnx_ir as ir
 
 from seqpasses.core.constants import constant_array
-from seqpasses.core.dims import claimed_shape, contradicts, fill_shape
-from seqpasses.core.shape_rules import BROADCASTING, broadcast
+from seqpasses.core.dims import claimed_shape, contradicts, fill_shape, unknown
+from seqpasses.core.shape_rules import BROADCASTING, SHAPED_BY_VECTOR, broadcast
+from seqpasses.core.shapes import ShapeOracle
 from seqpasses.core.spatial import WINDOWED, concat_dims, windowed_shape
 from seqpasses.passes.loop_lists import BodyFacts
 
@@ -31,7 +32,6 @@ def refine_shapes(
     of ``tainted`` or computed from one."""
     from seqpasses.core.dims import add_dims
     from seqpasses.core.partial import partial_vector
-    from seqpasses.core.shapes import ShapeOracle
 
     oracle = ShapeOracle(opset)
     known: dict[ir.Value, tuple[Any, ir.Shape | None]] = {}
@@ -41,11 +41,13 @@ def refine_shapes(
         if node.domain not in ("", "ai.onnx"):
             continue
         if node.op_type in _COMPUTED and len(node.outputs) >= 1:
-            _computed(node, tainted, changed)
+            _computed(node, tainted, changed, oracle)
         if node.op_type not in ("Slice", "Pad"):
-            if any(v in changed for v in node.inputs) and not any(
+            again = any(v in changed for v in node.inputs) or _declared_blank(node)
+            if again and not any(
                 v in tainted for v in node.inputs
-            ):  # (what reads a refined value: onnx's inference of the node, again)
+            ):  # (what reads a refined value, or a graph output declared with made-up dim
+                # names: onnx's inference of the node, again)
                 inputs = [(v.type, v.shape) if v is not None else None for v in node.inputs]
                 for out, (_, shape) in zip(node.outputs, oracle.infer(node, inputs), strict=True):
                     if shape is None or contradicts(out.shape, shape) or out.type is None:
@@ -90,12 +92,24 @@ def refine_shapes(
             changed.add(out)
 
 
-_COMPUTED = WINDOWED | BROADCASTING | {"Concat"}
+def _declared_blank(node: ir.Node) -> bool:
+    """Whether an output of ``node`` is a graph output declared with a dim that says nothing
+    (an exporter's ``Relu_dim_0``, ``unk__3``, or none): onnx's inference keeps what a graph
+    output declares, so the node's own inference is asked what it is."""
+    return any(
+        out.is_graph_output() and out.shape is not None and any(unknown(d) for d in out.shape)
+        for out in node.outputs
+    )
+
+
+_COMPUTED = WINDOWED | BROADCASTING | SHAPED_BY_VECTOR | {"Concat"}
 """Ops whose dims seqpasses computes by its own arithmetic on names, where onnx's inference
 leaves them unknown (:mod:`seqpasses.core.spatial`, numpy's broadcasting)."""
 
 
-def _computed(node: ir.Node, tainted: set[ir.Value], changed: set[ir.Value]) -> None:
+def _computed(
+    node: ir.Node, tainted: set[ir.Value], changed: set[ir.Value], oracle: ShapeOracle
+) -> None:
     """Fill the unknown dims of ``node``'s first output from its inputs' shapes as filled so
     far (a convolution's window, a concatenation's sum, a broadcast); never a dim known
     already, nor a value of ``tainted`` or computed from one."""
@@ -107,6 +121,9 @@ def _computed(node: ir.Node, tainted: set[ir.Value], changed: set[ir.Value]) -> 
         new = windowed_shape(node, shapes)
     elif node.op_type == "Concat":
         new = concat_dims(node, shapes)
+    elif node.op_type in SHAPED_BY_VECTOR:  # (a Reshape to 4*N: its vector read in part)
+        inputs = [(v.type, v.shape) if v is not None else None for v in node.inputs]
+        new = oracle.vector_shape(node, inputs, None)
     else:
         new = broadcast(shapes[:3] if node.op_type == "Where" else shapes)
     if new is None or contradicts(out.shape, new):
