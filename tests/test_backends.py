@@ -33,8 +33,6 @@ STILL_REJECTED = {
     "wild/silero_vad.onnx": "no sequence op: OpenVINO cannot convert its Conv/ReduceMean",
     "tf2onnx/tf_ragged_to_tensor.onnx": "no sequence op left: OpenVINO's CPU plugin rejects a "
     "Squeeze of dynamic rank that tf2onnx wrote in the loop body",
-    "torch/dynamo_embedding_bag.onnx": "no sequence op left: OpenVINO cannot convert the "
-    "exporter's ReduceSum and Slice of the bags (the original fails the same way)",
 }
 
 

@@ -24,6 +24,7 @@ from seqpasses.core.skeleton import Skeleton, proto_skeleton
 from seqpasses.errors import BadInputError
 from seqpasses.io import check_structure, read_model
 from seqpasses.options import Options
+from seqpasses.passes.guesses import forget_guesses
 from seqpasses.progress import stage
 
 __all__ = ["EXPANSION_FACTOR", "EXPANSION_FLOOR", "Loaded", "Source", "load"]
@@ -59,6 +60,7 @@ class Loaded:
         model = ir.serde.deserialize_model(self.proto)
         _set_base_dirs(model, self.folder)
         _unknown_dims(model)
+        forget_guesses(model)
         number_nodes(model)
         return model
 
@@ -197,5 +199,6 @@ def load(
             return Loaded(proto, None, name, folder, model, warnings, "unknown-sequence", file=path)
         _set_base_dirs(model, folder)
         _unknown_dims(model)
+        forget_guesses(model)
         number_nodes(model)
     return Loaded(proto, model, name, folder, "", warnings, file=path)

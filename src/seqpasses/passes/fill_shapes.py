@@ -238,6 +238,40 @@ def _concatenated(held: StaticSequence, node: ir.Node) -> ir.Shape | None:
 _OPAQUE = frozenset({"Loop", "If", "Scan", "SequenceMap"})
 
 
+def _shapeless(type_proto: onnx.TypeProto) -> onnx.TypeProto:
+    """``type_proto`` without its shape (a sequence's: without its elements')."""
+    copy = onnx.TypeProto()
+    copy.CopyFrom(type_proto)
+    inner = copy
+    while inner.WhichOneof("value") in ("sequence_type", "optional_type"):
+        inner = getattr(inner, inner.WhichOneof("value")).elem_type
+    if inner.HasField("tensor_type"):
+        inner.tensor_type.ClearField("shape")
+    return copy
+
+
+def _carried_claims(graph: ir.Graph) -> set[str]:
+    """The values whose claim by onnx's inference hangs on a ``Loop``'s carried outputs
+    (``graph``'s own nodes): onnx gives a carried value the shape of its initial one where the
+    body declares none, which a value that grows each iteration refutes. What seqpasses proves
+    of them (induction) is declared instead; a ``SequenceLength`` of such a list is a scalar
+    whatever its elements."""
+    carried = {
+        out.name
+        for node in graph
+        if node.op_type == "Loop" and node.domain in ("", "ai.onnx")
+        for out in node.outputs[: max(len(node.inputs) - 2, 0)]
+        if out.name
+    }
+    found = set(carried)
+    for node in graph:
+        if node.op_type == "SequenceLength":
+            continue
+        if any(v is not None and v.name in found for v in node.inputs):
+            found |= {out.name for out in node.outputs if out.name}
+    return found
+
+
 def _downstream(graph: ir.Graph, names: set[str]) -> tuple[set[str], set[str]]:
     """What is computed from ``names`` (in ``graph``, in order), and the part of it ONNX
     infers without looking at them (a Loop's or If's outputs come from its body's
@@ -328,6 +362,9 @@ def fill_shapes_in_place(
     claims = _claims(inferred)
     for name in (after if checkable else opaque) - set(facts):
         claims.pop(name, None)
+    for name in _carried_claims(model.graph) - set(facts):
+        if name in claims:  # (the type holds; the shape onnx gives it is the initial one's)
+            claims[name] = _shapeless(claims[name])
     _fill_from(model, claims)
     unsure = after | against  # (what a contradiction with onnx's inference reaches)
     opset = onnx_opset(model.opset_imports) or 1

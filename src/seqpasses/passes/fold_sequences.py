@@ -6,10 +6,11 @@ from collections.abc import Callable
 
 import onnx_ir as ir
 
-from seqpasses.core.graph import all_nodes, subgraphs, unique_value_names
+from seqpasses.core.graph import unique_value_names
 from seqpasses.options import FoldOptions, Group
 from seqpasses.passes.anchor_checks import anchor_checks
 from seqpasses.passes.dead_code import RemoveDeadNodesPass, dead_nodes
+from seqpasses.passes.guesses import forget_guesses
 from seqpasses.passes.initializers import constants_to_initializers
 from seqpasses.passes.inline_functions import fold_with_functions_inlined, sequence_functions
 from seqpasses.passes.narrow_splits import narrow_splits
@@ -84,7 +85,7 @@ class FoldSequencesPass(ir.passes.InPlacePass):
 
     def _fold(self, model: ir.Model, report: Report) -> bool:
         """The four passes on ``model``, recording into ``report``; whether it changed."""
-        _forget_inner_guesses(model)
+        forget_guesses(model)  # (again: a model given to the pass itself)
         walk = WalkPass(self.options, report)
         edits = walk.walker.edits
         edits.dead_in_input = dead_nodes(model)  # (not removed: only what the rewrites kill)
@@ -108,19 +109,3 @@ class FoldSequencesPass(ir.passes.InPlacePass):
         return walk.walker.edits.recorder.rewrote or any(
             node not in created for node in dead.removed
         )
-
-
-def _forget_inner_guesses(model: ir.Model) -> None:
-    """The shapes declared for values made inside a body or branch, other than its outputs,
-    are forgotten: ONNX Runtime does not hold a run to them, so an exporter's guess there (the
-    first iteration's shape) costs nothing in the original; a rewrite that made such a value
-    an output of its graph (an If's list returned as its elements) would declare the guess
-    where ONNX Runtime enforces it. What holds is inferred again from what the value is made
-    of. (A body's or branch's own outputs keep theirs: ONNX Runtime checks them already.)"""
-    for node in all_nodes(model):
-        for _, graph in subgraphs(node):
-            returned = set(graph.outputs)
-            for inner in graph:
-                for value in inner.outputs:
-                    if value.shape is not None and value not in returned:
-                        value.shape = None

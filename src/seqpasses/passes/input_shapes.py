@@ -1,9 +1,13 @@
 """Input-shape overrides (``--input-shape NAME:2,3,224,224``): fixing a symbolic dim of a graph
 input often makes a list static (an unbind over a batch dim), as onnxsim users know.
 
-A fixed input dim that was symbolic is fixed wherever the main graph (and its subgraphs) name
-that dim: the model then says one thing everywhere. An override that contradicts what the
-model declares (another rank, another number) or names no graph input is refused.
+A fixed input dim that was symbolic is fixed wherever the model's signature (its graph
+inputs and outputs) names that dim, which ONNX holds to one size; not in what the graph
+declares of the values it makes, nor inside bodies: there a namesake is an exporter's
+guess, not the same dim (a loop body's ``[batch, alphas_length]`` is ``[2, 32]`` while the
+input's ``alphas_length`` is 90). What follows from the fixed inputs is inferred again. An
+override that contradicts what the model declares (another rank, another number) or names
+no graph input is refused.
 """
 
 from __future__ import annotations
@@ -13,7 +17,6 @@ from collections.abc import Iterator, Mapping, Sequence
 import onnx
 import onnx_ir as ir
 
-from seqpasses.core.graph import nested_graphs
 from seqpasses.errors import BadInputError
 
 __all__ = ["fix_input_shapes", "parse_input_shape", "with_input_shapes"]
@@ -97,12 +100,9 @@ def with_input_shapes(
 
 
 def _values(graph: ir.Graph) -> Iterator[ir.Value]:
-    """The values of the main graph and of its subgraphs at any depth."""
-    for held in (graph, *nested_graphs(graph)):
-        yield from held.inputs
-        yield from held.outputs
-        for node in held:
-            yield from node.outputs
+    """The values of the model's signature: the main graph's inputs and outputs."""
+    yield from graph.inputs
+    yield from graph.outputs
 
 
 def _text(shape: ir.Shape | None) -> str:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 import onnx
 import onnx_ir as ir
 
-from seqpasses.core.dims import contradicts, merge_shapes, shape_text
+from seqpasses.core.dims import contradicts, merge_shapes, shape_text, unknown
 from seqpasses.core.graph import all_nodes, is_default, subgraphs
 from seqpasses.core.onnx_inference import infer
 from seqpasses.core.shapes import ShapeOracle
@@ -37,7 +37,9 @@ def _computed(shape: ir.Shape | None) -> str:
     """What a repair note says was declared in place of a contradicted shape."""
     if shape is None:
         return "no shape known: declared without one"
-    return f"{shape_text(shape)}: declared so instead"
+    # (a dim onnx's inference names ``unk__2`` is one it does not know)
+    shown = ir.Shape([ir.SymbolicDim(None) if unknown(d) else d for d in shape])
+    return f"{shape_text(shown)}: declared so instead"
 
 
 class RepairShapesPass(ir.passes.InPlacePass):

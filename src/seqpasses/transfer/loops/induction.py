@@ -287,15 +287,17 @@ def carried_guesses(
     found: dict[ir.Value, Declared] = {}
     proven: list[TypeAndShape | None] | None = None
     for j, value in enumerate(body.inputs[2:]):
-        if value.shape is None:
-            continue
         if isinstance(value.type, ir.SequenceType):
-            found[value] = (value.type, None)
+            if value.shape is not None:
+                found[value] = (value.type, None)
             continue
         if proven is None:
             proven = induction(ctx, scope, node, body)[1]
         given = proven[j] if j < len(proven) else None
         shape = given[1] if given is not None else None
-        if shape is None or not same_shape(shape, value.shape):
-            found[value] = (value.type, shape)
+        if shape is None and value.shape is None:
+            continue  # (nothing declared, nothing proven)
+        if shape is None or value.shape is None or not same_shape(shape, value.shape):
+            type_ = value.type or (given[0] if given is not None else None)
+            found[value] = (type_, shape)
     return found

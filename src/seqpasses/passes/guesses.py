@@ -1,0 +1,63 @@
+"""What an exporter declares of values that control flow makes is a guess, not a fact.
+
+TorchScript and tf2onnx declare the shapes inside loop bodies and branches from one trace
+(the first iteration, the branch taken), name their dims after the inputs' (a body's
+``[batch, alphas_length]`` is ``[2, 32]`` at run time while the input's ``alphas_length`` is
+90), and write lists' elements as rank 0. ONNX Runtime holds a run to none of these
+declarations. Trusted, such a guess would reach what seqpasses rewrites (a ``Split`` into 90
+pieces of a tensor of 32) or declares (a value ONNX Runtime's optimizer then folds to a wrong
+constant). So, before anything reads them, they are forgotten, and what holds is inferred
+again from what the values are made of (:func:`forget_guesses`):
+
+- the shapes declared for values made inside a body or branch;
+- the shapes declared for a body's or branch's outputs (but a ``Loop``'s or ``Scan``'s scan
+  outputs: their declaration is what a run of no iterations gives), and for the values a
+  ``Loop``'s body carries in (induction proves what holds at every iteration);
+- the shapes declared (``value_info``) for what a ``Loop``, ``If``, ``Scan`` or
+  ``SequenceMap`` gives, wherever it sits, unless it is a graph output (the model's
+  signature).
+"""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+
+from seqpasses.core.graph import all_nodes, subgraphs
+
+__all__ = ["forget_guesses"]
+
+_CONTROL_FLOW = frozenset({"If", "Loop", "Scan", "SequenceMap"})
+
+
+def forget_guesses(model: ir.Model) -> None:
+    """Forget what ``model`` declares of the values its control flow makes (see the module
+    docstring)."""
+    for node in all_nodes(model):
+        inner = subgraphs(node)
+        if node.op_type in _CONTROL_FLOW and node.domain in ("", "ai.onnx"):
+            for value in node.outputs:
+                if value.shape is not None and not value.is_graph_output():
+                    value.shape = None
+        for attr, graph in inner:
+            if node.op_type == "Loop" and attr == "body":  # (its carried values: what they
+                for value in graph.inputs[2:]:  # hold is what induction proves of them)
+                    value.shape = None
+            guessed = _guessed_outputs(node, graph)
+            kept = set(graph.outputs) - set(guessed)
+            for made in graph:
+                for value in made.outputs:
+                    if value not in kept:
+                        value.shape = None
+            for value in guessed:
+                value.shape = None
+
+
+def _guessed_outputs(node: ir.Node, graph: ir.Graph) -> list[ir.Value]:
+    """The outputs of ``node``'s subgraph ``graph`` whose declared shape is only a guess: all
+    of them, but a ``Loop``'s scan outputs and a ``Scan``'s, whose declared shape is what a
+    run of no iterations gives ([0, *declared], in onnx.reference and ONNX Runtime alike)."""
+    if node.op_type == "Loop":
+        return list(graph.outputs[: max(len(node.inputs) - 1, 1)])
+    if node.op_type == "Scan":
+        return []
+    return list(graph.outputs)
