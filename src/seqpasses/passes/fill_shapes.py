@@ -251,16 +251,17 @@ def _shapeless(type_proto: onnx.TypeProto) -> onnx.TypeProto:
 
 
 def _carried_claims(graph: ir.Graph) -> set[str]:
-    """The values whose claim by onnx's inference hangs on a ``Loop``'s carried outputs
-    (``graph``'s own nodes): onnx gives a carried value the shape of its initial one where the
-    body declares none, which a value that grows each iteration refutes. What seqpasses proves
-    of them (induction) is declared instead; a ``SequenceLength`` of such a list is a scalar
-    whatever its elements."""
+    """The values whose claim by onnx's inference hangs on a ``Loop``'s outputs (``graph``'s
+    own nodes): onnx gives a carried value the shape of its initial one where the body declares
+    none, which a value that grows each iteration refutes, and a scan output the shape its body
+    declares, which only a run of no iterations is held to. What seqpasses proves of them
+    (induction) is declared instead; a ``SequenceLength`` of such a list is a scalar whatever
+    its elements."""
     carried = {
         out.name
         for node in graph
         if node.op_type == "Loop" and node.domain in ("", "ai.onnx")
-        for out in node.outputs[: max(len(node.inputs) - 2, 0)]
+        for out in node.outputs
         if out.name
     }
     found = set(carried)

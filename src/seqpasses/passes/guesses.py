@@ -50,6 +50,13 @@ def forget_guesses(model: ir.Model) -> None:
                         value.shape = None
             for value in guessed:
                 value.shape = None
+            named = [*kept, *(graph.inputs if node.op_type == "Scan" else ())]
+            for value in named:  # (a scan output: its numbers are what no iteration gives;
+                shape = value.shape  # a name there, or on a Scan's state, is only a guess)
+                if shape is not None and any(isinstance(d, ir.SymbolicDim) for d in shape):
+                    value.shape = ir.Shape(
+                        [d if isinstance(d, int) else ir.SymbolicDim(None) for d in shape]
+                    )
 
 
 def _guessed_outputs(node: ir.Node, graph: ir.Graph) -> list[ir.Value]:
