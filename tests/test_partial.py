@@ -154,7 +154,7 @@ def test_slice_dims_from_ends_known_in_part() -> None:
 def test_slice_lengths_are_onnx_s(size: int, step: int, start: int, end: int) -> None:
     # the spec's clamping, as ONNX Runtime runs it; onnx.reference slices as numpy does, which
     # differs stepping back from before the first element (x[-10:-10:-1] of 5: one element)
-    from seqpasses.core.shape_rules import _slice_length
+    from seqpasses.core.slices import _slice_length
 
     model = onnx.parser.parse_model(
         f"""<ir_version: 8, opset_import: ["" : 15]>

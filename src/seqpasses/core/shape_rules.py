@@ -1,25 +1,20 @@
 """Shapes of single ops from what is known of their inputs, where onnx's own inference
 says less: numpy's broadcasting (onnx infers no shape for the comparisons it defines as
 functions), ops shaped by a vector known in part (``ConstantOfShape``, ``Expand``,
-``Reshape``, ``Tile``), a ``Slice`` whose ends or sizes are named dims, and the sequence
-types onnx would give. Pure functions of the inputs' types and shapes: the oracle
+``Reshape``, ``Tile``), and the sequence types onnx would give (a ``Slice`` whose bounds
+are known in part: :mod:`seqpasses.core.slices`). Pure functions of the inputs' types and shapes: the oracle
 (:mod:`seqpasses.core.shapes`) reads the values and hands them on.
 """
 
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Callable
 
-import numpy as np
 import onnx_ir as ir
 
 from seqpasses.core.dims import (
-    INT64_MAX,
     Dim,
     cap_of,
-    capped,
     divide_dims,
     multiply_dims,
     same_dim,
@@ -36,10 +31,8 @@ __all__ = [
     "SHAPED_BY_VECTOR",
     "TypeAndShape",
     "broadcast",
-    "constant_gap",
     "constant_tensor",
     "sequence_type",
-    "slice_dims",
     "vector_shape",
 ]
 
@@ -204,40 +197,6 @@ def _unknown(d: int | ir.SymbolicDim) -> bool:
     return not isinstance(d, int) and getattr(d, "value", None) is None
 
 
-def _through_casts(value: ir.Value | None) -> ir.Value | None:
-    """``value`` before the Identities and Casts (CastLike included) that only retype it."""
-    while value is not None:
-        node = value.producer()
-        if node is None or not is_default(node) or not node.inputs:
-            return value
-        if node.op_type not in ("Identity", "Cast", "CastLike"):
-            return value
-        value = node.inputs[0]
-    return value
-
-
-def constant_gap(
-    starts: ir.Value | None,
-    ends: ir.Value | None,
-    constant: Callable[[ir.Value], np.ndarray | None],
-) -> int | None:
-    """``k`` when ``ends`` is ``starts + k`` (or ``k + starts``) for a constant scalar (or
-    one-entry) ``k``, through Casts and Identities; None otherwise."""
-    node = _through_casts(ends)
-    producer = node.producer() if node is not None else None
-    if producer is None or producer.op_type != "Add" or len(producer.inputs) != 2:
-        return None
-    left, right = (_through_casts(v) for v in producer.inputs)
-    start = _through_casts(starts)
-    for mine, other in ((left, right), (right, left)):
-        if mine is not start or other is None:
-            continue
-        array = constant(other)
-        if array is not None and array.size == 1 and array.dtype.kind in "iu":
-            return int(array.reshape(-1)[0])
-    return None
-
-
 def vector_shape(
     node: ir.Node, inputs: list[TypeAndShape | None], entries: list[Known] | None
 ) -> ir.Shape | None:
@@ -268,79 +227,6 @@ def vector_shape(
     return _reshaped(list(data), dims, bool(node.attributes.get_int("allowzero", 0)))
 
 
-def slice_dims(
-    node: ir.Node,
-    inputs: list[TypeAndShape | None],
-    shape: ir.Shape,
-    vector: Callable[[int], list[Known] | None],
-    most_entries: Callable[[], int | None],
-) -> ir.Shape:
-    """The dims of a Slice's output that onnx's inference leaves unknown when an end is
-    known only in part (an entry computed at run time beside constant ones), or the
-    sliced axis is a symbol: a number where the axis and the slice are numbers; the
-    symbol itself for a slice from 0 to an end past any size; ``min(symbol, end)``
-    (:func:`~seqpasses.core.dims.capped`) to a smaller constant end."""
-    data = inputs[0][1] if inputs and inputs[0] is not None else None
-    if data is None or len(data) != len(shape) or len(node.inputs) < 3:
-        return shape
-
-    starts, ends = vector(1), vector(2)
-    no_axes = len(node.inputs) <= 3 or node.inputs[3] is None
-    if starts is None and no_axes:
-        # starts of a length known only in part: with no axes given, an axis at or past
-        # its most entries is not sliced, and keeps its size
-        most = most_entries()
-        if most is None:
-            return shape
-        return ir.Shape([data[k] if k >= most and _unknown(d) else d for k, d in enumerate(shape)])
-    if starts is None or ends is None or len(starts) != len(ends):
-        return shape
-    axes = vector(3) if len(node.inputs) > 3 and node.inputs[3] is not None else None
-    steps = vector(4) if len(node.inputs) > 4 and node.inputs[4] is not None else None
-    axes = axes if axes is not None else list(range(len(starts)))
-    steps = steps if steps is not None else [1] * len(starts)
-    if len(axes) != len(starts) or len(steps) != len(starts):
-        return shape
-    dims = list(shape)
-    rank = len(data)
-    if any(not isinstance(a, int) or isinstance(a, bool) or not -rank <= a < rank for a in axes):
-        return shape
-    sliced = {a % rank for a in axes}  # type: ignore[operator]
-    for k in range(rank):  # (an axis not sliced keeps its size)
-        if (
-            k not in sliced
-            and not isinstance(dims[k], int)
-            and getattr(dims[k], "value", None) is None
-        ):
-            dims[k] = data[k]
-    for axis, start, end, step in zip(axes, starts, ends, steps, strict=True):
-        assert isinstance(axis, int)
-        axis %= rank
-        if (
-            start == 0
-            and not isinstance(start, bool)
-            and step == 1
-            and isinstance(end, ir.SymbolicDim)
-            and not isinstance(dims[axis], int)
-        ):
-            dims[axis] = _to_named_end(data[axis], end.value or "")
-            continue
-        if any(not isinstance(x, int) or isinstance(x, bool) for x in (start, end, step)):
-            continue
-        assert isinstance(start, int) and isinstance(end, int) and isinstance(step, int)
-        if step == 0 or isinstance(dims[axis], int):
-            continue
-        size = data[axis]
-        if isinstance(size, int):
-            dims[axis] = _slice_length(size, start, end, step)
-        elif isinstance(size, ir.SymbolicDim) and size.value and start == 0 and step == 1:
-            if end >= INT64_MAX // 2:
-                dims[axis] = size
-            elif end > 0 and cap_of(size) is None:
-                dims[axis] = capped(size.value, end)
-    return ir.Shape(dims)
-
-
 def sequence_type(node: ir.Node, inputs: list[TypeAndShape | None]) -> ir.SequenceType | None:
     """The type of a SequenceEmpty, or of a SequenceInsert into a list of the tensor's own
     element type, as onnx infers it (a sequence type has no shape), without asking onnx."""
@@ -365,26 +251,6 @@ def sequence_type(node: ir.Node, inputs: list[TypeAndShape | None]) -> ir.Sequen
     return None
 
 
-def _to_named_end(size: Dim, end: str) -> Dim:
-    """A slice from 0 to the named end ``end`` (a dim's size: never negative) of an axis of
-    ``size``: the end where the axis is the same name; ``min(end, size)`` where the size is
-    a number; else unknown."""
-    halved = _FLOORED.match(end)
-    if halved is not None and getattr(size, "value", None) == halved.group(1):
-        return ir.SymbolicDim(end)  # (``x[:n // k]`` of an axis of size n)
-    if not _NAME.match(end):
-        return ir.SymbolicDim(None)
-    if isinstance(size, int):
-        return capped(end, size) if size > 0 else 0
-    if getattr(size, "value", None) == end:
-        return size
-    return ir.SymbolicDim(None)
-
-
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_FLOORED = re.compile(r"^floor\(([A-Za-z_][A-Za-z0-9_]*)/\d+\)$")
-
-
 def constant_tensor(value: ir.Value) -> ir.TensorProtocol | None:
     """The tensor a constant value holds (an initializer, a ``Constant`` node's ``value``):
     its shape and dtype are read without its data."""
@@ -398,19 +264,3 @@ def constant_tensor(value: ir.Value) -> ir.TensorProtocol | None:
             return None
         tensor = attr.value
     return tensor if isinstance(tensor, ir.TensorProtocol) else None
-
-
-def _slice_length(size: int, start: int, end: int, step: int) -> int:
-    """How many elements ONNX's Slice takes from an axis of ``size``: a negative index counts
-    from the end; then, stepping forward, start and end are clamped into [0, size]; stepping
-    back, start into [0, size-1] and end into [-1, size-1] (not Python's clamping: a start
-    before the first element stepping back takes it)."""
-    if start < 0:
-        start += size
-    if end < 0:
-        end += size
-    if step > 0:
-        start, end = min(max(start, 0), size), min(max(end, 0), size)
-        return max(0, -(-(end - start) // step))
-    start, end = min(max(start, 0), size - 1), min(max(end, -1), size - 1)
-    return max(0, -(-(start - end) // -step))

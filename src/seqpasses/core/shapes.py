@@ -31,12 +31,11 @@ from seqpasses.core.shape_rules import (
     SHAPED_BY_VECTOR,
     TypeAndShape,
     broadcast,
-    constant_gap,
     constant_tensor,
     sequence_type,
-    slice_dims,
     vector_shape,
 )
+from seqpasses.core.slices import constant_gap, slice_dims
 
 __all__ = ["ShapeOracle", "TypeAndShape"]
 
@@ -336,7 +335,7 @@ class ShapeOracle:
         shape: ir.Shape,
         known: Mapping[ir.Value, TypeAndShape] | None,
     ) -> ir.Shape:
-        """A Slice's output dims beyond onnx's (:func:`~seqpasses.core.shape_rules.slice_dims`)."""
+        """A Slice's output dims beyond onnx's (:func:`~seqpasses.core.slices.slice_dims`)."""
 
         def vector(k: int) -> list[Known] | None:
             return self.vector(node, k, inputs, known)
