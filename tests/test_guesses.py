@@ -113,6 +113,23 @@ agraph (float[2, 90] x, float[2, 32] h0) => (int64 n, float[?, ?] lastcol, float
         [{"x": (2, 90), "h0": (2, 32)}],
         [],
     ),
+    # a SequenceMap's body declares its element [k] (x's dim); the elements are 3 and 6 long
+    "map body namesake": (
+        HEADER.replace('"" : 13', '"" : 17')
+        + """
+agraph (float[k] x, float[6] z) => (float[?] cat, int64 n, float[?] e1) {
+  s = SequenceConstruct(x, z)
+  t = SequenceMap(s) <body = g (float[k] a) => (float[k] b) {
+    b = Concat<axis=0>(a, a)
+  }>
+  cat = ConcatFromSequence<axis=0>(t)
+  n = SequenceLength(t)
+  one = Constant<value = int64 {1}>()
+  e1 = SequenceAt(t, one)
+}""",
+        [{"x": (3,), "z": (6,)}, {"x": (2,), "z": (6,)}],
+        ["x:3"],
+    ),
     # a while loop whose carried v (declared [n], the name of x's dim) grows until a limit:
     # a pinned n written into the body would let ONNX Runtime fold Shape(v) and never stop
     "pinned namesake in a while loop": (

@@ -15,7 +15,9 @@ again from what the values are made of (:func:`forget_guesses`):
   ``Loop``'s body carries in (induction proves what holds at every iteration);
 - the shapes declared (``value_info``) for what a ``Loop``, ``If``, ``Scan`` or
   ``SequenceMap`` gives, wherever it sits, unless it is a graph output (the model's
-  signature).
+  signature);
+- the names (not the numbers) declared on a scan output, a ``Scan``'s state and the elements
+  a ``SequenceMap``'s body takes.
 """
 
 from __future__ import annotations
@@ -50,9 +52,10 @@ def forget_guesses(model: ir.Model) -> None:
                         value.shape = None
             for value in guessed:
                 value.shape = None
-            named = [*kept, *(graph.inputs if node.op_type == "Scan" else ())]
+            named = [*kept, *(graph.inputs if node.op_type in ("Scan", "SequenceMap") else ())]
             for value in named:  # (a scan output: its numbers are what no iteration gives;
-                shape = value.shape  # a name there, or on a Scan's state, is only a guess)
+                shape = value.shape  # a name there, on a Scan's state or on the elements a
+                # SequenceMap's body takes, is only a guess)
                 if shape is not None and any(isinstance(d, ir.SymbolicDim) for d in shape):
                     value.shape = ir.Shape(
                         [d if isinstance(d, int) else ir.SymbolicDim(None) for d in shape]
