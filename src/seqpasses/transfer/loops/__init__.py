@@ -21,7 +21,7 @@ reports.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import onnx_ir as ir
@@ -122,32 +122,20 @@ def _lift(ctx: Context, node: ir.Node, scope: Scope, at: _Drive) -> Proposal | N
     return lift.lift_reads(ctx, node, scope, _body(node))
 
 
-def _scan_lifted(ctx: Context, node: ir.Node, scope: Scope, at: _Drive) -> Proposal | None:
-    """After the reads were lifted (or tried): each list a scan output."""
-    if not (at.given.reads and ctx.options.enabled(Group.LOOP_SCAN)):
-        return None
-    return scan.scan_outputs(ctx, node, scope, _body(node))
+def _in_group(
+    group: Group,
+    strategy: Callable[[Context, ir.Node, Scope, ir.Graph], Proposal | None],
+    lifted_only: bool = False,
+) -> Callable[[Context, ir.Node, Scope, _Drive], Proposal | None]:
+    """A pattern that runs ``strategy`` on the node and its body where ``group`` is on (and,
+    with ``lifted_only``, where the body reads lists the lift pattern tried)."""
 
+    def run(ctx: Context, node: ir.Node, scope: Scope, at: _Drive) -> Proposal | None:
+        if not ctx.options.enabled(group) or (lifted_only and not at.given.reads):
+            return None
+        return strategy(ctx, node, scope, _body(node))
 
-def _running(ctx: Context, node: ir.Node, scope: Scope, at: _Drive) -> Proposal | None:
-    """Lists read after the loop only whole carried as their running concatenations."""
-    if not ctx.options.enabled(Group.LOOP_SCAN):
-        return None
-    return running.running_concats(ctx, node, scope, _body(node))
-
-
-def _elements(ctx: Context, node: ir.Node, scope: Scope, at: _Drive) -> Proposal | None:
-    """Lists of one length edited at known positions carried as their elements."""
-    if not ctx.options.enabled(Group.LOOP_SCAN):
-        return None
-    return elements.carry_elements(ctx, node, scope, _body(node))
-
-
-def _stacked(ctx: Context, node: ir.Node, scope: Scope, at: _Drive) -> Proposal | None:
-    """Lists read or edited at run-time positions carried as one tensor."""
-    if not ctx.options.enabled(Group.STACKED):
-        return None
-    return carry.carry_stacked(ctx, node, scope, _body(node))
+    return run
 
 
 def _left(ctx: Context, node: ir.Node, scope: Scope, at: _Drive) -> Proposal:
@@ -161,10 +149,14 @@ PATTERNS: tuple[Pattern[_Given], ...] = (
     Pattern("scan", _scan),
     Pattern("unroll", _unroll),
     Pattern("lift", _lift),
-    Pattern("scan-lifted", _scan_lifted),
-    Pattern("running", _running),
-    Pattern("elements", _elements),
-    Pattern("stacked", _stacked),
+    # after the reads were lifted (or tried): each list a scan output
+    Pattern("scan-lifted", _in_group(Group.LOOP_SCAN, scan.scan_outputs, lifted_only=True)),
+    # lists read after the loop only whole: carried as their running concatenations
+    Pattern("running", _in_group(Group.LOOP_SCAN, running.running_concats)),
+    # lists of one length edited at known positions: carried as their elements
+    Pattern("elements", _in_group(Group.LOOP_SCAN, elements.carry_elements)),
+    # lists read or edited at run-time positions: carried as one tensor
+    Pattern("stacked", _in_group(Group.STACKED, carry.carry_stacked)),
     Pattern("left", _left),
 )
 """A Loop's ways, in the order they are tried (see the module docstring)."""
