@@ -307,3 +307,64 @@ def test_a_failed_trial_passes_the_node_on_from_its_otherwise() -> None:
     assert walker.edits.recorder.report.notes == ["the attempt fails", "after after []"]
     assert walker.edits.recorder.report.rewrites == []
     assert walker.ctx.budget.state() == (0, 0)
+
+
+# -- one table: what a dry walk's Loop row proves ---------------------------------------------
+
+
+def test_the_dry_walk_proves_a_grown_lists_elements_and_its_body_through_the_loop_row() -> None:
+    """The element shape of a list a Loop grows (read at a run-time position) is induction's,
+    found by the Loop's row of the dry table (no pass of its own): declared on the loop's
+    output and on the body's tensors, and named as proven; the nodes stay."""
+    from seqpasses.passes.analysis import analyze
+
+    text = (
+        HEADER
+        + """
+    g (float[2,3] x, int64 n, int64 k) => (int64 length) {
+        empty = SequenceEmpty <dtype: int = 1> ()
+        out = Loop (n, , empty) <body = step (int64 i, bool c, seq(float) acc) => (bool c2,
+                seq(float) acc2) {
+            c2 = Identity (c)
+            doubled = Add (x, x)
+            acc2 = SequenceInsert (acc, doubled)
+        }>
+        kth = SequenceAt (out, k)
+        length = Size (kth)
+    }
+    """
+    )
+    model = ir.from_proto(onnx.parser.parse_model(text))
+    before = [n.op_type for n in model.graph]
+    analysis = analyze(model)
+    loop = next(n for n in model.graph if n.op_type == "Loop")
+    body = loop.attributes["body"].as_graph()
+    doubled = next(n for n in body if n.op_type == "Add").outputs[0]
+    assert [n.op_type for n in model.graph] == before
+    assert loop.outputs[0] in analysis.proven and doubled in analysis.proven
+    assert loop.outputs[0].shape == ir.Shape([2, 3])
+    assert doubled.shape == ir.Shape([2, 3])
+
+
+def test_a_list_whose_elements_differ_in_rank_is_proven_nothing() -> None:
+    text = (
+        HEADER
+        + """
+    g (float[2,3] x, float[3] y, int64 n) => (int64 length) {
+        start = SequenceConstruct (y)
+        out = Loop (n, , start) <body = step (int64 i, bool c, seq(float) acc) => (bool c2,
+                seq(float) acc2) {
+            c2 = Identity (c)
+            acc2 = SequenceInsert (acc, x)
+        }>
+        length = SequenceLength (out)
+    }
+    """
+    )
+    from seqpasses.passes.analysis import analyze
+
+    model = ir.from_proto(onnx.parser.parse_model(text))
+    analysis = analyze(model)
+    loop = next(n for n in model.graph if n.op_type == "Loop")
+    assert loop.outputs[0] not in analysis.proven
+    assert loop.outputs[0].shape is None

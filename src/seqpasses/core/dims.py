@@ -41,6 +41,7 @@ __all__ = [
     "merge_form",
     "merge_shapes",
     "multiply_dims",
+    "named_only",
     "same_dim",
     "same_shape",
     "scale_dim",
@@ -171,7 +172,11 @@ def claimed_shape(type_proto: onnx.TypeProto | None) -> ir.Shape | None:
     (``unk__N``) read as unknown."""
     if type_proto is None or type_proto.WhichOneof("value") is None:
         return None
-    shape = ir.serde.deserialize_type_proto_for_shape(type_proto)
+    return named_only(ir.serde.deserialize_type_proto_for_shape(type_proto))
+
+
+def named_only(shape: ir.Shape | None) -> ir.Shape | None:
+    """``shape`` with the dim names tools made up (``unk__N``) read as unknown."""
     if shape is None or not any(generated(d) for d in shape):
         return shape
     return ir.Shape([ir.SymbolicDim(None) if generated(d) else d for d in shape])

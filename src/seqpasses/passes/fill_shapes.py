@@ -20,8 +20,8 @@ from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
 from seqpasses.core.skeleton import skeleton
 from seqpasses.options import FoldOptions
 from seqpasses.passes.analysis import Analysis, analyze
-from seqpasses.passes.loop_lists import BodyFacts, loop_lists
 from seqpasses.passes.refine import fill_bodies, refine_shapes
+from seqpasses.transfer.loops.lists import BodyFacts
 
 __all__ = ["BodyFacts", "fill_shapes_in_place", "inferred", "sequence_facts"]
 
@@ -101,6 +101,8 @@ def _walk_facts(model: ir.Model) -> tuple[Analysis, ir.Model, NamedFacts, set[st
     read = _read_facts(copy, analysis, set(split))
     facts.update((k, v) for k, v in read.items() if k not in facts)
     for value, shape in before.items():  # what the dry rewrites gave the values they replace
+        if value in analysis.proven:  # (a loop's list: induction's, below)
+            continue
         if value.name and value.name not in facts and value.shape != shape:
             facts[value.name] = (value.type, value.shape)
     against: set[str] = set()
@@ -110,6 +112,11 @@ def _walk_facts(model: ir.Model) -> tuple[Analysis, ir.Model, NamedFacts, set[st
             against.add(name)
         else:
             facts[name] = (type_, fill_shape(claimed, shape, numbers_win=True))
+    for value in analysis.proven:  # (not merged with onnx's claim: a loop's is a guess)
+        if value.graph is copy.graph and value.name:
+            facts[value.name] = (value.type, value.shape)
+        elif value in pairs[0] and pairs[0][value] not in inner:  # (a body's tensors)
+            inner[pairs[0][value]] = (value.type, value.shape)
     return analysis, copy, facts, against, inner
 
 
@@ -363,7 +370,7 @@ def fill_shapes_in_place(
     claims = _claims(inferred)
     for name in (after if checkable else opaque) - set(facts):
         claims.pop(name, None)
-    for name in _carried_claims(model.graph) - set(facts):
+    for name in _carried_claims(model.graph):  # (what is known of them: the facts, above)
         if name in claims:  # (the type holds; the shape onnx gives it is the initial one's)
             claims[name] = _shapeless(claims[name])
     _fill_from(model, claims)
@@ -371,20 +378,13 @@ def fill_shapes_in_place(
     opset = onnx_opset(model.opset_imports) or 1
     if refine and (bodies or not checkable):  # (shapes' paths; optimize's output as it was)
         unsure_values = {v for n in model.graph for v in n.outputs if v.name in unsure}
-        held = {v.name: known for v, known in analysis.sequences.items() if v.graph is copy.graph}
-        proofs: BodyFacts = {}
-        lists = loop_lists(model.graph, held, opset, record=proofs)
-        inner.update((v, fact) for v, fact in proofs.items() if v not in inner)
         for node in model.graph:  # (onnx's claim of a loop's list: the inits' element shape)
             for value in node.outputs if node.op_type == "Loop" else ():
                 if isinstance(value.type, ir.SequenceType) and (value.name or "") not in facts:
                     value.shape = None
-        for value, element in lists.items():
-            if value in unsure_values or (value.name or "") in facts:
-                continue
-            value.shape = element
-            facts[value.name or ""] = (value.type, element)
-        refine_shapes(model.graph, opset, unsure_values, set(lists))
+        loops = {v for n in model.graph if n.op_type == "Loop" for v in n.outputs}
+        known = {v for v in loops if facts.get(v.name or "", (None, None))[1] is not None}
+        refine_shapes(model.graph, opset, unsure_values, known)
     if bodies:
         for node in model.graph:  # (a list's element shape only where seqpasses proves it)
             for value in node.outputs:

@@ -14,7 +14,7 @@ from seqpasses.core.dims import claimed_shape, contradicts, fill_shape, unknown
 from seqpasses.core.shape_rules import BROADCASTING, SHAPED_BY_VECTOR, broadcast
 from seqpasses.core.shapes import ShapeOracle
 from seqpasses.core.spatial import WINDOWED, concat_dims, windowed_shape
-from seqpasses.passes.loop_lists import BodyFacts
+from seqpasses.transfer.loops.lists import BodyFacts
 
 __all__ = ["fill_bodies", "refine_shapes"]
 

@@ -21,25 +21,25 @@ reports.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 
 import onnx_ir as ir
 
-from seqpasses.core.dims import contradicts, fill_shape, merge_shapes
+from seqpasses.core.dims import contradicts, fill_shape
 from seqpasses.core.graph import graph_nodes, is_default, label
 from seqpasses.core.ops import SEQUENCE_OPS
 from seqpasses.options import Group
 from seqpasses.transfer.loops import carry, elements, lift, running, scan, unroll
-from seqpasses.transfer.loops.appends import append_pattern, appended_list
+from seqpasses.transfer.loops.appends import append_pattern
 from seqpasses.transfer.loops.induction import (
-    appended,
     carried_guesses,
     carried_shapes,
     induction,
     scan_shapes,
-    stable,
 )
+from seqpasses.transfer.loops.lists import carried_lists
 from seqpasses.walk.context import Context, Entry, Scope
 from seqpasses.walk.driver import Drive, Pattern, drive
 from seqpasses.walk.outcomes import (
@@ -181,9 +181,11 @@ def _loop(ctx: Context, node: ir.Node, scope: Scope) -> Proposal:
 
 
 def _loop_shapes(ctx: Context, node: ir.Node, scope: Scope) -> Proposal:
-    """A dry walk (analysis): what a rewrite would prove, without it: the element shape of a
-    list the loop would carry as its running concatenation, and the shape of what
-    concatenates it. Changes no node."""
+    """A dry walk (analysis): what a rewrite would prove, without it: the shapes of the
+    carried tensors that keep theirs, and of what concatenates a list the loop would carry as
+    its running concatenation; in the main graph, its scan outputs' and the element shape of
+    the lists it carries out (induction, :mod:`.lists`), which the walk names as proven.
+    Changes no node."""
     body_attr = node.attributes.get("body")
     if body_attr is None or body_attr.type != ir.AttributeType.GRAPH:
         return Leave()
@@ -194,56 +196,64 @@ def _loop_shapes(ctx: Context, node: ir.Node, scope: Scope) -> Proposal:
     for j in range(len(node.inputs) - 2):
         if not isinstance(body.inputs[2 + j].type, ir.SequenceType | None):
             continue
-        declare.update(_appended_element(ctx, node, scope, body, j, declare))
         found = running.plan(ctx, node, scope, body, j)
         if isinstance(found, str) or found.axis is None:
             continue
         shape = running.free_shape(ctx, scope, found)
-        final = node.outputs[j]  # (a list: the shape is its elements', where they agree)
-        final_type, final_shape = declare.get(final, (final.type, final.shape))
-        if final_shape is None and not found.initial.elements:
-            final_type = final_type or ir.SequenceType(ir.TensorType(found.dtype))
-            declare[final] = (final_type, _stable_dims(ctx, found.element))
         for use in node.outputs[j].uses():
             out = use.node.outputs[0]
             if use.node.op_type == "ConcatFromSequence" and not contradicts(out.shape, shape):
                 out_type, out_shape = declare.get(out, (out.type, out.shape))
                 out_type = out_type or ir.TensorType(found.dtype)
                 declare[out] = (out_type, fill_shape(out_shape, shape, numbers_win=True))
-    return Leave(declare=declare)
+    if scope.path != "main":
+        return Leave(declare=declare)
+    with suppress(Exception):  # (what induction cannot follow stays unknown)
+        declare.update(scan_shapes(ctx, scope, node, body))
+    proven = _proven_lists(ctx, node, scope)
+    declare.update(proven)
+    return Leave(declare=declare, learned=Learned(proven=list(proven)) if proven else None)
 
 
-def _stable_dims(ctx: Context, shape: ir.Shape) -> ir.Shape:
-    """``shape`` with the dims that may change from one iteration to the next unknown."""
-    return ir.Shape([d if stable(ctx, ir.Shape([d])) else ir.SymbolicDim(None) for d in shape])
+def _proven_lists(ctx: Context, node: ir.Node, scope: Scope) -> dict[ir.Value, Declared]:
+    """What the list half of induction (:mod:`.lists`) proves of a main graph's loop: the
+    element shape of the lists it carries out and the types and shapes of its body's
+    tensors."""
+    facts = ctx.facts.values
+
+    def held(value: ir.Value) -> object:
+        return facts.get(value) if value.graph is scope.graph else None
+
+    lists, body = carried_lists(node, held, scope.opset)
+    found: dict[ir.Value, Declared] = {}
+    for value, element in lists.items():
+        dtype = _list_dtype(ctx, node, value)
+        type_ = value.type or (ir.SequenceType(ir.TensorType(dtype)) if dtype else None)
+        found[value] = (type_, element)
+    for value, (type_, shape) in body.items():
+        found[value] = (value.type or type_, shape)
+    return found
 
 
-def _appended_element(
-    ctx: Context,
-    node: ir.Node,
-    scope: Scope,
-    body: ir.Graph,
-    j: int,
-    declared: Mapping[ir.Value, Declared],
-) -> dict[ir.Value, Declared]:
-    """A list that starts static and grows by one element per iteration: its elements share
-    the appended one's rank (induction proves it for every iteration) and the dims that hold
-    every iteration, where the initial elements have them too."""
-    final = node.outputs[j]
-    final_type, final_shape = declared.get(final, (final.type, final.shape))
-    listed = appended_list(ctx, node, body, j)
-    if final_shape is not None or isinstance(listed, str):
-        return {}
-    initial, found = listed
-    element_type, shape = appended(ctx, scope, node, body, found.tensor)
-    if shape is None:
-        return {}
-    shape = _stable_dims(ctx, shape)
-    merged = merge_shapes([shape, *(scope.shapes.shape(e) for e in initial.elements)])
-    dtype = element_type.dtype if isinstance(element_type, ir.TensorType) else None
-    if merged is None or dtype is None or any(e.type != element_type for e in initial.elements):
-        return {}
-    return {final: (final_type or ir.SequenceType(ir.TensorType(dtype)), merged)}
+def _list_dtype(ctx: Context, node: ir.Node, out: ir.Value) -> ir.DataType | None:
+    """The dtype of the elements of the list a loop carries out as ``out``: as its initial
+    list holds them, or as the body declares its list."""
+    j = out.index()
+    if j is None or not 0 <= j < len(node.inputs) - 2:
+        return None
+    initial = node.inputs[2 + j]
+    held = ctx.facts.values.get(initial) if initial is not None else None
+    dtype = getattr(held, "dtype", None)
+    if dtype is not None:
+        return dtype  # type: ignore[no-any-return]
+    body = node.attributes["body"].as_graph()
+    given = body.inputs[2 + j] if 2 + j < len(body.inputs) else None
+    back = body.outputs[1 + j] if 1 + j < len(body.outputs) else None
+    for value in (initial, given, back):
+        type_ = value.type if value is not None else None
+        if isinstance(type_, ir.SequenceType) and isinstance(type_.elem_type, ir.TensorType):
+            return type_.elem_type.dtype
+    return None
 
 
 def _before(ctx: Context, node: ir.Node, scope: Scope) -> Outcome | None:

@@ -5,25 +5,31 @@ inserts each iteration: the elements' common shape is found by assuming one, fol
 body under that assumption (each tensor's shape by onnx's inference of its node, each list's
 element shape by the sequence op that makes it), and merging what the body gives back until
 the assumption holds (a dim that differs becomes unknown; ranks that differ give nothing).
-Loops inside bodies are followed; an ``If``'s outputs are what either branch gives.
+Loops inside bodies are followed; an ``If``'s outputs are what either branch gives. The
+list half of :mod:`.induction` (which proves what carried tensors keep): the dry walk's
+``Loop`` row (``analyze``) asks it, and declares what it proves.
 """
 
 from __future__ import annotations
 
 from collections import ChainMap
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import onnx_ir as ir
 
-from seqpasses.core.dims import merge_shapes, same_shape
+from seqpasses.core.dims import merge_shapes, named_only, same_shape
 from seqpasses.core.sequence import StackedSequence, StaticSequence
+from seqpasses.core.shapes import ShapeOracle, TypeAndShape
 
-__all__ = ["BodyFacts", "loop_lists"]
+__all__ = ["BodyFacts", "Held", "carried_lists"]
 
-BodyFacts = dict[ir.Value, tuple[Any, ir.Shape | None]]
+BodyFacts = dict[ir.Value, TypeAndShape]
 """What is proved of values inside bodies: their type and shape."""
+
+Held = Callable[[ir.Value], object]
+"""What the walk holds of a list from outside the loops followed (None: nothing)."""
 
 
 _EMPTY = ir.Shape([])  # (a marker: the list has no element; compared by identity)
@@ -64,19 +70,23 @@ def _held_elements(known: object) -> Elements:
     if isinstance(known, StaticSequence):
         found: Elements = _EMPTY
         for element in known.elements:
-            found = _merge(found, element.shape)
+            found = _merge(found, named_only(element.shape))
         return found
     if isinstance(known, StackedSequence):
-        return known.element
+        return named_only(known.element)
     return None
 
 
-def _outside_list(value: ir.Value, held: dict[str | None, Any]) -> Elements:
+def _outside_list(value: ir.Value, held: Held) -> Elements:
     """The element shape of a list from outside the loops followed: a graph input's declared
-    one (the model's signature, as for a tensor input), or what the walk holds of it."""
+    one (the model's signature, as for a tensor input), what the walk holds of it, or else
+    what onnx's inference says of its elements (as induction reads an outer tensor)."""
     if value.is_graph_input() and isinstance(value.type, ir.SequenceType):
         return value.shape
-    return _held_elements(held.get(value.name))
+    found = _held_elements(held(value))
+    if found is None and isinstance(value.type, ir.SequenceType):
+        return named_only(value.shape)
+    return found
 
 
 def _alike(a: Elements, b: Elements) -> bool:
@@ -91,68 +101,72 @@ def _alike(a: Elements, b: Elements) -> bool:
     )
 
 
-def loop_lists(
-    nodes: Iterable[ir.Node],
-    held: dict[str | None, Any],
-    opset: int,
-    depth: int = 0,
-    outer: Mapping[ir.Value, ir.Shape | None] | None = None,
-    outer_types: Mapping[ir.Value, Any] | None = None,
+def carried_lists(
+    node: ir.Node, held: Held, opset: int
+) -> tuple[dict[ir.Value, ir.Shape], BodyFacts]:
+    """The element shape of each list a main graph's ``Loop`` carries out, by induction (see
+    the module docstring; ``held``: what the walk holds of the lists outside), and the type
+    and shape of each of its body's own tensors under what that induction proves."""
+    record: BodyFacts = {}
+    found = _loop_lists(node, held, ShapeOracle(opset), 0, {}, {}, record)
+    return found, record
+
+
+def _loop_lists(
+    node: ir.Node,
+    held: Held,
+    oracle: ShapeOracle,
+    depth: int,
+    outer: Mapping[ir.Value, ir.Shape | None],
+    outer_types: Mapping[ir.Value, Any],
     record: BodyFacts | None = None,
 ) -> dict[ir.Value, ir.Shape]:
-    """The element shape of each list a ``Loop`` of ``graph`` carries out, by induction: the
-    elements it starts with (``held``: what the walk holds of the values, by name), merged
-    with every tensor its body inserts, inferred with the list assumed to hold such elements,
-    until the assumption holds (a dim that differs becomes unknown; ranks that differ, or a
-    start the walk does not hold, give nothing). Loops inside bodies are followed."""
-    from seqpasses.core.shapes import ShapeOracle
-
+    """:func:`carried_lists` of ``node``, ``depth`` loops deep, inside bodies whose tensors
+    have the shapes and types ``outer`` and ``outer_types`` (what is not there: as declared);
+    ``record`` gets what the body's own tensors are proved to be."""
     found: dict[ir.Value, ir.Shape] = {}
-    oracle = ShapeOracle(opset)
-    for node in nodes:
-        if node.op_type != "Loop" or node.domain not in ("", "ai.onnx") or depth > 4:
+    if node.op_type != "Loop" or node.domain not in ("", "ai.onnx") or depth > 4:
+        return found
+    body_attr = node.attributes.get("body")
+    if body_attr is None or body_attr.type != ir.AttributeType.GRAPH:
+        return found
+    body = body_attr.as_graph()
+    for j, initial in enumerate(node.inputs[2:]):
+        if initial is None or j + 2 >= len(body.inputs) or j >= len(node.outputs):
             continue
-        body_attr = node.attributes.get("body")
-        if body_attr is None or body_attr.type != ir.AttributeType.GRAPH:
+        if not isinstance(body.inputs[2 + j].type, ir.SequenceType):
             continue
-        body = body_attr.as_graph()
-        for j, initial in enumerate(node.inputs[2:]):
-            if initial is None or j + 2 >= len(body.inputs) or j >= len(node.outputs):
-                continue
-            if not isinstance(body.inputs[2 + j].type, ir.SequenceType):
-                continue
-            guess = _held_elements(held.get(initial.name))
-            if guess is None:
-                continue
-            around = outer or {}
-            carried = [  # (a carried tensor: its initial shape, while the body keeps it)
-                None
-                if v is None or isinstance(body.inputs[2 + k].type, ir.SequenceType)
-                else around.get(v, v.shape)
-                for k, v in enumerate(node.inputs[2 : len(body.inputs)])
+        guess = _held_elements(held(initial))
+        if guess is None:
+            continue
+        carried = [  # (a carried tensor: its initial shape, while the body keeps it)
+            None
+            if v is None or isinstance(body.inputs[2 + k].type, ir.SequenceType)
+            else outer[v]
+            if v in outer
+            else named_only(v.shape)
+            for k, v in enumerate(node.inputs[2 : len(body.inputs)])
+        ]
+        env = _Env(ChainMap(dict(outer)), ChainMap(dict(outer_types)), held, oracle, depth)
+        for _ in range(6):
+            ends, kept = _body_elements(body, j, guess, carried, env)
+            after = _merge(guess, ends) if ends is not None else None
+            if after is None:
+                break
+            held_up = [
+                c if c is not None and k is not None and same_shape(c, k) else None
+                for c, k in zip(carried, kept, strict=True)
             ]
-            env = _Env(
-                ChainMap(dict(around)), ChainMap(dict(outer_types or {})), held, oracle, depth
+            same = after is guess or (
+                after is not _EMPTY and guess is not _EMPTY and _alike(after, guess)
             )
-            for _ in range(6):
-                ends, kept = _body_elements(body, j, guess, carried, env)
-                after = _merge(guess, ends) if ends is not None else None
-                if after is None:
-                    break
-                held_up = [
-                    c if c is not None and k is not None and same_shape(c, k) else None
-                    for c, k in zip(carried, kept, strict=True)
-                ]
-                same = after is guess or (
-                    after is not _EMPTY and guess is not _EMPTY and _alike(after, guess)
-                )
-                if same and held_up == carried:
-                    if guess is not _EMPTY and guess is not None:
-                        found[node.outputs[j]] = guess
-                        if record is not None:  # (what the body computes, the list so)
-                            _body_elements(body, j, guess, carried, env, record)
-                    break
-                guess, carried = after, held_up
+            if same and held_up == carried:
+                if guess is not _EMPTY and guess is not None:
+                    found[node.outputs[j]] = guess
+                    if record is not None:  # (what the body computes, the list so)
+                        _body_elements(body, j, guess, carried, env, record)
+                break
+            guess, carried = after, held_up
     return found
 
 
@@ -164,8 +178,8 @@ class _Env:
 
     shapes: ChainMap[ir.Value, ir.Shape | None]
     types: ChainMap[ir.Value, Any]
-    held: dict[str | None, Any]
-    oracle: Any
+    held: Held
+    oracle: ShapeOracle
     depth: int
     elements: ChainMap[ir.Value, Elements] = field(default_factory=ChainMap)
 
@@ -181,7 +195,9 @@ class _Env:
         )
 
     def shape(self, v: ir.Value | None) -> ir.Shape | None:
-        return None if v is None else self.shapes.get(v, v.shape)  # (outside: as filled)
+        if v is None:
+            return None
+        return self.shapes[v] if v in self.shapes else named_only(v.shape)  # (outside: declared)
 
     def type(self, v: ir.Value) -> Any:
         return self.types.get(v, v.type)
@@ -304,15 +320,13 @@ def _concatenation(got: Elements, node: ir.Node) -> ir.Shape | None:
 
 
 def _inner_loop(node: ir.Node, env: _Env) -> None:
-    """A Loop inside a body for :func:`_step`: its lists by :func:`loop_lists`, with what
+    """A Loop inside a body for :func:`_step`: its lists by :func:`_loop_lists`, with what
     this body knows of those it hands in; its tensors unknown."""
-    inner: dict[str | None, Any] = {
-        v.name: env.held.get(v.name) for v in node.inputs if v is not None
-    }
+    inner: dict[ir.Value, object] = {v: env.held(v) for v in node.inputs if v is not None}
     for v in node.inputs:  # (what this body knows of the lists it hands the inner loop)
         if v is not None and v in env.elements:
-            inner[v.name] = _Known(env.listed(v))
-    lists = loop_lists([node], inner, env.oracle.opset, env.depth + 1, env.shapes, env.types)
+            inner[v] = _Known(env.listed(v))
+    lists = _loop_lists(node, inner.get, env.oracle, env.depth + 1, env.shapes, env.types)
     inner_body = node.attributes.get("body")
     gives = list(inner_body.as_graph().inputs[2:]) if inner_body is not None else []
     for k, out in enumerate(node.outputs):  # (a carried list: the body's input says so)
