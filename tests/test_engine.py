@@ -368,3 +368,53 @@ def test_a_list_whose_elements_differ_in_rank_is_proven_nothing() -> None:
     loop = next(n for n in model.graph if n.op_type == "Loop")
     assert loop.outputs[0] not in analysis.proven
     assert loop.outputs[0].shape is None
+
+
+# -- the shape oracle finds, the applier declares ------------------------------------------
+
+
+def _untyped_sum() -> tuple[ir.Model, ir.Value]:
+    model = ir.from_proto(
+        onnx.parser.parse_model(
+            HEADER + "g (float[2,3] x) => (float[2,3] y) {\n  s = Add(x, x)\n  y = Relu(s)\n}"
+        )
+    )
+    total = next(n for n in model.graph if n.op_type == "Add").outputs[0]
+    total.type, total.shape = None, None
+    return model, total
+
+
+def test_the_shape_oracle_keeps_what_it_finds_and_writes_nothing() -> None:
+    from seqpasses.core.shapes import ShapeOracle
+
+    _, total = _untyped_sum()
+    oracle = ShapeOracle(18)
+    assert oracle.shape(total) == ir.Shape([2, 3])
+    assert oracle.type(total) == ir.TensorType(ir.DataType.FLOAT)
+    assert total.type is None and total.shape is None  # (nothing written)
+    assert oracle.settle() == {total: (ir.TensorType(ir.DataType.FLOAT), ir.Shape([2, 3]))}
+    assert oracle.settle() == {}
+
+
+def test_a_pass_of_its_own_has_what_the_oracle_finds_declared_at_once() -> None:
+    from seqpasses.core.shapes import ShapeOracle
+
+    _, total = _untyped_sum()
+    oracle = ShapeOracle(18, writes=True)
+    oracle.shape(total)
+    assert total.shape == ir.Shape([2, 3]) and oracle.settle() == {}
+
+
+def test_what_a_transfer_asked_the_oracle_is_declared_by_the_applier() -> None:
+    model, total = _untyped_sum()
+    asked: list[bool] = []
+
+    def ask(ctx: Context, node: ir.Node, scope: Scope) -> Proposal:
+        assert scope.shapes.shape(total) == ir.Shape([2, 3])
+        asked.append(total.shape is None)  # (not written while the transfer runs)
+        return Leave()
+
+    walker = Walker({("Relu", "*"): Entry(ask)}, FoldOptions(), Report())
+    walker.run_model(model, 18)
+    assert asked == [True]
+    assert total.shape == ir.Shape([2, 3])  # (the applier declared it)

@@ -31,6 +31,7 @@ __all__ = [
     "cap_of",
     "capped",
     "claimed_shape",
+    "concat_dims",
     "concat_shape",
     "contradicts",
     "dim_of",
@@ -215,7 +216,11 @@ def merge_form(dims: Sequence[Dim], axis: int, first_positive: bool, opset: int)
 
 def concat_shape(inputs: Sequence[ir.Value], axis: int) -> ir.Shape | None:
     """Concat's output shape: the axis dims summed, the others taken from any input that knows them."""
-    shapes = [shape_dims(v) for v in inputs]
+    return concat_dims([shape_dims(v) for v in inputs], axis)
+
+
+def concat_dims(shapes: Sequence[list[Dim] | None], axis: int) -> ir.Shape | None:
+    """:func:`concat_shape` of inputs of the dims given (None: a rank not known)."""
     if any(s is None for s in shapes):
         return None
     known = [s for s in shapes if s is not None]

@@ -9,15 +9,16 @@ Every new value gets its dtype and, where it follows from the inputs, its shape.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 import onnx_ir as ir
 
-from seqpasses.core.dims import Dim, concat_shape, merge_form, shape_dims
+from seqpasses.core.dims import Dim, concat_dims, dim_of, merge_form
 from seqpasses.core.sequence import sequence_dtype
+from seqpasses.core.shape_rules import TypeAndShape
 from seqpasses.core.strings import string_gather
 
 __all__ = ["Emitter", "EmitterCaches"]
@@ -59,13 +60,30 @@ class Emitter:
     """Inserts new nodes into ``graph`` before ``anchor`` (at the end when ``None``)."""
 
     def __init__(
-        self, graph: ir.Graph | ir.Function, anchor: ir.Node | None, opset: int, owner: Owner
+        self,
+        graph: ir.Graph | ir.Function,
+        anchor: ir.Node | None,
+        opset: int,
+        owner: Owner,
+        seen: Callable[[ir.Value], TypeAndShape] | None = None,
     ) -> None:
         self.graph = graph
         self.anchor = anchor
         self.opset = opset
         self.owner = owner
         self.base: str | None = None  # what new nodes are named after (default: the anchor)
+        # a value's type and shape as known so far (declared, or what the oracle found)
+        self.seen: Callable[[ir.Value], TypeAndShape] = seen or _declared
+
+    def type_of(self, x: ir.Value) -> ir.TypeProtocol | None:
+        """``x``'s type, as declared or as found so far (what a new node reading it takes)."""
+        return self.seen(x)[0]
+
+    _type = type_of
+
+    def _dims(self, x: ir.Value) -> list[Dim] | None:
+        shape = self.seen(x)[1]
+        return None if shape is None else [dim_of(d) for d in shape]
 
     def _add(
         self,
@@ -149,7 +167,7 @@ class Emitter:
             # made at the start of the graph, so that every later use may share it: one made
             # before the anchor would come after a node a rebuild puts before that anchor
             first = next(iter(self.graph), None)
-            maker = Emitter(self.graph, first, self.opset, self.owner)
+            maker = Emitter(self.graph, first, self.opset, self.owner, self.seen)
             maker.base = (self.anchor.name or self.anchor.op_type) if self.anchor else "output"
             cached = maker.constant(array)
             if first is not None:
@@ -158,7 +176,7 @@ class Emitter:
 
     def identity(self, x: ir.Value, *, shape: ir.Shape | None = None) -> ir.Value:
         out = self._add("Identity", [x]).outputs[0]
-        _copy_type(x, out)
+        _copy_type(self.seen(x), out)
         _declare(out, None, shape)
         return out
 
@@ -174,16 +192,16 @@ class Emitter:
         if source is not None and source[1] == axis:
             return source[0]
         out = self._axis_op("Unsqueeze", x, axis)
-        out.type = x.type
-        dims = shape_dims(x)
+        out.type = self._type(x)
+        dims = self._dims(x)
         if dims is not None and 0 <= axis <= len(dims):
             out.shape = ir.Shape([*dims[:axis], 1, *dims[axis:]])
         return out
 
     def squeeze(self, x: ir.Value, axis: int) -> ir.Value:
         out = self._axis_op("Squeeze", x, axis)
-        out.type = x.type
-        dims = shape_dims(x)
+        out.type = self._type(x)
+        dims = self._dims(x)
         if dims is not None and 0 <= axis < len(dims):
             out.shape = ir.Shape(dims[:axis] + dims[axis + 1 :])
         self.owner.caches.squeezed[out] = (x, axis)
@@ -209,8 +227,8 @@ class Emitter:
         ):
             return split.inputs[0]
         out = self._add("Concat", inputs, {"axis": axis}).outputs[0]
-        out.type = inputs[0].type
-        out.shape = concat_shape(inputs, axis)
+        out.type = self._type(inputs[0])
+        out.shape = concat_dims([self._dims(v) for v in inputs], axis)
         _declare(out, type, shape)
         return out
 
@@ -220,9 +238,9 @@ class Emitter:
         else:
             node = self._add("Split", [x, self.int64s(sizes)], {"axis": axis}, len(sizes))
         self.owner.caches.split_axis[node] = axis
-        dims = shape_dims(x)
+        dims = self._dims(x)
         for out, size in zip(node.outputs, sizes, strict=True):
-            out.type = x.type
+            out.type = self._type(x)
             if dims is not None and 0 <= axis < len(dims):
                 out.shape = ir.Shape([*dims[:axis], size, *dims[axis + 1 :]])
         return list(node.outputs)
@@ -231,14 +249,15 @@ class Emitter:
         """``Split`` into ``count`` chunks whose sizes are the run-time 1-D tensor ``sizes``
         (opset 13 and later: the sizes are an input, int64 only: SplitToSequence's int32
         sizes are cast)."""
-        if sizes.dtype != ir.DataType.INT64:
+        sizes_type = self._type(sizes)
+        if not isinstance(sizes_type, ir.TensorType) or sizes_type.dtype != ir.DataType.INT64:
             cast = self._add("Cast", [sizes], {"to": int(ir.DataType.INT64)}).outputs[0]
-            cast.type, cast.shape = ir.TensorType(ir.DataType.INT64), sizes.shape
+            cast.type, cast.shape = ir.TensorType(ir.DataType.INT64), self.seen(sizes)[1]
             sizes = cast
         node = self._add("Split", [x, sizes], {"axis": axis}, count)
-        dims = shape_dims(x)
+        dims = self._dims(x)
         for out in node.outputs:
-            out.type = x.type
+            out.type = self._type(x)
             if dims is not None and 0 <= axis < len(dims):
                 out.shape = ir.Shape([*dims[:axis], ir.SymbolicDim(None), *dims[axis + 1 :]])
         return list(node.outputs)
@@ -259,7 +278,7 @@ class Emitter:
         better."""
         merged = self._merge_axes(x, dims, axis, first_positive)
         if merged is not None:
-            _declare(merged, x.type, shape)
+            _declare(merged, self._type(x), shape)
         return merged
 
     def _merge_axes(
@@ -272,7 +291,7 @@ class Emitter:
         tail = list(dims[axis + 2 :])
         if form == "infer":
             target = self.int64s([0] * axis + [-1] + [d for d in tail if isinstance(d, int)])
-            return self.op("Reshape", [x, target], type=x.type)
+            return self.op("Reshape", [x, target], type=self._type(x))
         first, second = dims[axis], dims[axis + 1]
         known = first * second if isinstance(first, int) and isinstance(second, int) else None
         shape: ir.Value | None = None
@@ -302,7 +321,7 @@ class Emitter:
                 target = parts[0]
             else:
                 target = self.concat(parts, 0, type=int64, shape=target_shape)
-            return self.op("Reshape", [x, target], type=x.type, allowzero=1)
+            return self.op("Reshape", [x, target], type=self._type(x), allowzero=1)
         # the same rank, a 1 beside the merged dim: every other dim is copied (a 0 in the
         # target) from the same place in x; a merged dim of 0 copies the dim at its place,
         # which is 0 too: the second one (one-before: the first is at least 1) or the first
@@ -323,7 +342,7 @@ class Emitter:
         size: Dim = ir.SymbolicDim(None) if known is None else known
         pair_dims: list[Dim] = [1, size] if before else [size, 1]
         kept_shape = ir.Shape([*dims[:axis], *pair_dims, *tail])
-        kept = self.op("Reshape", [x, target], type=x.type, shape=kept_shape)
+        kept = self.op("Reshape", [x, target], type=self._type(x), shape=kept_shape)
         return self.squeeze(kept, axis if before else axis + 1)
 
     def _dim(self, shape: ir.Value, k: int) -> ir.Value:
@@ -358,7 +377,7 @@ def _sequence_type(out: ir.Value, dtype: ir.DataType | None, like: ir.Value) -> 
     that contradicts the elements' type ``dtype``; then only that type, derived."""
     declared = sequence_dtype(like)
     if dtype is None or declared == dtype:
-        _copy_type(like, out)
+        _copy_type(_declared(like), out)
     else:
         out.type = ir.SequenceType(ir.TensorType(dtype))
 
@@ -371,8 +390,13 @@ def _declare(out: ir.Value, type: ir.TypeProtocol | None, shape: ir.Shape | None
         out.shape = shape
 
 
-def _copy_type(source: ir.Value, target: ir.Value) -> None:
-    if source.type is not None:
-        target.type = source.type
-    if source.shape is not None:
-        target.shape = source.shape
+def _declared(value: ir.Value) -> TypeAndShape:
+    return value.type, value.shape
+
+
+def _copy_type(source: TypeAndShape, target: ir.Value) -> None:
+    type_, shape = source
+    if type_ is not None:
+        target.type = type_
+    if shape is not None:
+        target.shape = shape

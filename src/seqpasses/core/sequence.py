@@ -160,9 +160,13 @@ class StaticSequence:
     def __repr__(self) -> str:
         return f"StaticSequence({self.elements!r}, {self.dtype!r})"
 
-    def insert(self, position: int | None, value: ir.Value) -> StaticSequence:
+    def insert(
+        self, position: int | None, value: ir.Value, dtype: ir.DataType | None = None
+    ) -> StaticSequence:
+        """The list with ``value`` inserted at ``position`` (None: at the end); its dtype, where
+        the list has none yet, the value's (``dtype``: what is known of it beyond its own)."""
         index = normalize_insert_position(position, len(self))
-        dtype = self.dtype or value.dtype
+        dtype = self.dtype or value.dtype or dtype
         if index == self._length:
             items = self._items
             if len(items) != self._length:  # a later version already extended the list

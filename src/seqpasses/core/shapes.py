@@ -3,8 +3,9 @@
 A rewrite that needs a rank or a dim (SplitToSequence's chunk count, ConcatFromSequence's axis
 check) asks :meth:`ShapeOracle.shape`. When the value has no shape yet, the oracle walks back
 through its producers (iteratively, each node at most once) and runs
-``onnx.shape_inference.infer_node_outputs`` on each: no whole-graph inference, and the
-answers are stored on the values so that they also end up in the output model.
+``onnx.shape_inference.infer_node_outputs`` on each: no whole-graph inference. The answers
+are kept by the oracle, not written: the walk's applier declares them after the transfer
+that asked (so that they also end up in the output model).
 """
 
 from __future__ import annotations
@@ -41,18 +42,25 @@ __all__ = ["ShapeOracle", "TypeAndShape"]
 
 
 class ShapeOracle:
-    """Fills in missing types and shapes of tensor values, one producer at a time."""
+    """Finds the missing types and shapes of tensor values, one producer at a time. What it
+    finds it keeps (:meth:`seen`) and never writes: the walk's applier declares it
+    (:meth:`settle`), after the transfer that asked; a pass of its own (``writes``) has it
+    declared at once."""
 
     def __init__(
         self,
         opset: int,
         constant: Callable[[ir.Value], np.ndarray | None] | None = None,
         functions: Mapping[ir.OperatorIdentifier, ir.Function] | None = None,
+        *,
+        writes: bool = False,
     ) -> None:
         self.opset = opset
+        self.writes = writes  # (a pass of its own: what it finds is declared at once)
         self.constant = constant  # what a value holds before run time, beyond constants
         self.functions = functions or {}  # the model-local functions calls are inferred through
         self.tried: set[ir.Node] = set()
+        self.found: dict[ir.Value, TypeAndShape] = {}  # (what is not declared yet)
         self._protos: dict[int, onnx.FunctionProto] = {}
 
     def _infer_call(
@@ -60,17 +68,45 @@ class ShapeOracle:
     ) -> list[TypeAndShape] | None:
         return _call_types(self, node, inputs)
 
+    def seen(self, value: ir.Value) -> TypeAndShape:
+        """``value``'s type and shape as declared, or as found since (no inference)."""
+        found = self.found.get(value)
+        return found if found is not None else (value.type, value.shape)
+
     def shape(self, value: ir.Value) -> ir.Shape | None:
+        """``value``'s shape: as declared, else inferred through its producers (a constant's:
+        its tensor's, whatever its declaration says)."""
+        return self.known(value)[1]
+
+    def type(self, value: ir.Value) -> ir.TypeProtocol | None:
+        """``value``'s type: as declared, else inferred through its producers."""
+        return self.known(value)[0]
+
+    def known(self, value: ir.Value) -> TypeAndShape:
+        """``value``'s type and shape (see :meth:`shape`)."""
+        type_, shape = self.seen(value)
         tensor = constant_tensor(value)
         if tensor is not None:  # a constant's tensor says what its declaration may not
             real = ir.Shape([d if isinstance(d, int) else None for d in tensor.shape])
-            if value.shape != real:
-                value.shape = real
-            if value.type is None:
-                value.type = ir.TensorType(tensor.dtype)
-        if value.shape is None:
+            if shape != real or type_ is None:
+                type_ = ir.TensorType(tensor.dtype) if type_ is None else type_
+                shape = real
+                self._found(value, (type_, shape))
+        if shape is None:
             self._infer_upstream(value)
-        return value.shape
+            type_, shape = self.seen(value)
+        return type_, shape
+
+    def _found(self, value: ir.Value, type_and_shape: TypeAndShape) -> None:
+        if self.writes:
+            value.type, value.shape = type_and_shape
+        else:
+            self.found[value] = type_and_shape
+
+    def settle(self) -> dict[ir.Value, TypeAndShape]:
+        """What was found since the last call, to be declared (and forgotten here)."""
+        found, self.found = self.found, {}
+        return found
 
     def _infer_upstream(self, value: ir.Value) -> None:
         stack: list[ir.Node] = []
@@ -82,7 +118,7 @@ class ShapeOracle:
             pending = [
                 p
                 for v in node.inputs
-                if v is not None and v.shape is None
+                if v is not None and self.seen(v)[1] is None
                 for p in [v.producer()]
                 if p is not None and p not in self.tried and p is not node
             ]
@@ -95,12 +131,17 @@ class ShapeOracle:
                 self._infer_node(node)
 
     def _infer_node(self, node: ir.Node) -> None:
-        inputs = [(v.type, v.shape) if v is not None else None for v in node.inputs]
+        inputs = [self.seen(v) if v is not None else None for v in node.inputs]
         for out, (type_, shape) in zip(node.outputs, self.infer(node, inputs), strict=True):
-            if out.type is None:
-                out.type = type_
-            if out.shape is None:
-                out.shape = shape
+            declared_type, declared_shape = self.seen(out)
+            if declared_type is None or declared_shape is None:
+                self._found(
+                    out,
+                    (
+                        type_ if declared_type is None else declared_type,
+                        shape if declared_shape is None else declared_shape,
+                    ),
+                )
 
     def infer(
         self,
@@ -292,7 +333,7 @@ class ShapeOracle:
         if shape is None and known is not None and value in known:
             shape = known[value][1]
         if shape is None:
-            shape = value.shape
+            shape = self.seen(value)[1]
         if shape is not None and len(shape) == 1 and isinstance(shape[0], int):
             return shape[0]
         node = value.producer()
@@ -326,7 +367,7 @@ class ShapeOracle:
             return local[v]
         if v.graph is graph and v.producer() is not None:
             return (None, None)
-        return (v.type, self.shape(v))
+        return self.known(v)
 
     def slice_dims(
         self,

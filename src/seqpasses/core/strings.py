@@ -37,11 +37,11 @@ def string_gather(
     if k != 0:
         assert rank is not None
         perm = [k, *range(k), *range(k + 1, rank)]
-        moved = emit.op("Transpose", [data], type=data.type, perm=perm)
-    out = emit.op("GatherND", [moved, emit.unsqueeze(index, -1)], type=data.type)
+        moved = emit.op("Transpose", [data], type=emit.type_of(data), perm=perm)
+    out = emit.op("GatherND", [moved, emit.unsqueeze(index, -1)], type=emit.type_of(data))
     if k != 0:
         assert rank is not None and picked is not None
         q = len(picked)
         back = [*range(q, q + k), *range(q), *range(q + k, q + rank - 1)]
-        out = emit.op("Transpose", [out], type=data.type, perm=back)
+        out = emit.op("Transpose", [out], type=emit.type_of(data), perm=back)
     return out

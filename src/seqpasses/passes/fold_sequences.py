@@ -88,15 +88,15 @@ class FoldSequencesPass(ir.passes.InPlacePass):
         forget_guesses(model)  # (again: a model given to the pass itself)
         walk = WalkPass(self.options, report)
         edits = walk.walker.edits
-        edits.dead_in_input = dead_nodes(model)  # (not removed: only what the rewrites kill)
+        edits.keep.dead_in_input = dead_nodes(model)  # (not removed: only what the rewrites kill)
         walk(model)
         RepairShapesPass(walk.walker)(model)
-        dead = RemoveDeadNodesPass(edits.protected(model))
+        dead = RemoveDeadNodesPass(edits.keep.protected(model))
         dead(model)
         walk.walker.edits.recorder.drop_unused()
         created = walk.walker.edits.created
         narrow_splits(created, main_opset(model))
-        anchor_checks(edits.check_nodes)
+        anchor_checks(edits.keep.check_nodes)
         if created:
             # onnx_ir names new values per graph ("val_0"), which can repeat a name of an
             # enclosing graph; ONNX wants names unique across nested scopes.

@@ -33,7 +33,7 @@ def refine_shapes(
     from seqpasses.core.dims import add_dims
     from seqpasses.core.partial import partial_vector
 
-    oracle = ShapeOracle(opset)
+    oracle = ShapeOracle(opset, writes=True)  # (a pass: what it finds is declared at once)
     known: dict[ir.Value, tuple[Any, ir.Shape | None]] = {}
     tainted = tainted if tainted is not None else set()
     changed = set(changed) if changed is not None else set()

@@ -59,7 +59,9 @@ class RepairShapesPass(ir.passes.InPlacePass):
                 node = use.node
                 if not is_default(node):
                     continue
-                oracle = ShapeOracle(facts.opset_of(node), ctx.constant, self.walker.functions)
+                oracle = ShapeOracle(
+                    facts.opset_of(node), ctx.constant, self.walker.functions, writes=True
+                )
                 for v in node.inputs:
                     if v is not None and v.type is None:
                         oracle.shape(v)  # untyped constants and the like

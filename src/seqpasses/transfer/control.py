@@ -13,13 +13,14 @@ copies a graph with its nested subgraphs (onnx_ir's ``Graph.clone``) and walks t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import onnx_ir as ir
 
 from seqpasses.core.dims import merge_shapes, same_shape
 from seqpasses.core.graph import subgraph_path
 from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
+from seqpasses.core.shapes import TypeAndShape
 from seqpasses.options import Group
 from seqpasses.transfer import stacked_map
 from seqpasses.transfer.common import written_back_unloadable
@@ -174,7 +175,7 @@ def _if_static_sequences(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
         "else_branch": (branches[1], forms[1]),
     }
     count = len(forms[0].outputs or ())
-    held, moved = _held(node, dropped, converted, stacked)
+    held, moved = _held(node, dropped, converted, stacked, scope.shapes.seen)
     plan = Rebuild(node, [node.inputs[0]], bodies, count, moved=moved)
     detail = f"{len(converted)} sequence output(s) as tensors" if converted else ""
     if stacked:
@@ -192,6 +193,7 @@ def _held(
     dropped: set[int],
     converted: dict[int, tuple[StaticSequence, StaticSequence]],
     stacked: dict[int, tuple[StackedSequence, StackedSequence]],
+    seen: Callable[[ir.Value], TypeAndShape],
 ) -> tuple[dict[ir.Value, Listed | Stacked], dict[int, int]]:
     """What each output of the If remade with its lists' elements (``converted``) or tensors
     (``stacked``) as outputs stands for: the lists, by the new outputs they are made of; the
@@ -204,10 +206,10 @@ def _held(
             continue
         if k in converted:
             first, second = converted[k]
-            types = [
-                (in_then.type or in_else.type, merge_shapes([in_then.shape, in_else.shape]))
-                for in_then, in_else in zip(first.elements, second.elements, strict=True)
-            ]
+            types = []
+            for in_then, in_else in zip(first.elements, second.elements, strict=True):
+                (then_type, then_shape), (else_type, else_shape) = seen(in_then), seen(in_else)
+                types.append((then_type or else_type, merge_shapes([then_shape, else_shape])))
             indices = range(index, index + len(first))
             held[old] = Listed(indices, types, first.dtype or second.dtype)
             index += len(first)
@@ -278,9 +280,7 @@ def _sequence_map(ctx: Context, node: ir.Node, scope: Scope) -> Proposal:
     kinds = [i for i, v in enumerate(inputs) if v is not None and (i == 0 or _is_sequence(ctx, v))]
     for index, value in enumerate(inputs):
         assert value is not None
-        if index not in kinds and value.type is None:
-            scope.shapes.shape(value)  # (its type, when its producer tells it)
-        if index not in kinds and not isinstance(value.type, ir.TensorType):
+        if index not in kinds and not isinstance(scope.shapes.type(value), ir.TensorType):
             # a sequence would be mapped element by element, a tensor passed whole: which
             # one it is must be known before the body is bound to it
             reason = f"input {index}: not known to be a tensor or a sequence"

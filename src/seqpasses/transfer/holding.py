@@ -28,11 +28,11 @@ def element_shape(
     ctx: Context, values: tuple[ir.Value, ...], scope: Scope
 ) -> tuple[ir.Shape, ir.DataType | None] | Reason:
     """The shape and dtype every one of ``values`` provably has, or why not."""
-    first = scope.shapes.shape(values[0])
-    dtype = values[0].dtype
+    first_type, first = scope.shapes.known(values[0])
+    dtype = getattr(first_type, "dtype", None)
     for value in values[1:]:
-        shape = scope.shapes.shape(value)
-        if not same_shape(first, shape) or value.dtype != dtype:
+        type_, shape = scope.shapes.known(value)
+        if not same_shape(first, shape) or getattr(type_, "dtype", None) != dtype:
             return Reason(
                 "unlike-elements",
                 f"elements of shapes {shape_text(first)} and {shape_text(shape)} are not "
@@ -155,11 +155,13 @@ def _from_unit_split(
     tensor = data
     if perm != list(range(len(shape))):
         moved = ir.Shape([shape[d] for d in perm])
-        tensor = emit.op("Transpose", [data], type=data.type, shape=moved, perm=perm)
+        tensor = emit.op("Transpose", [data], type=scope.shapes.type(data), shape=moved, perm=perm)
     element = [shape[d] for d in perm[1:]]
     if not squeeze:  # each element keeps the axis, of size 1
         element.insert(axis, 1)
         tensor = emit.unsqueeze(tensor, 1 + axis)
     if diverges and producer is not None:
         emit.diverges(tensor, follows_ort(producer, "the elements are squeezed"))
-    return StackedSequence(tensor, shape[axis], ir.Shape(element), data.dtype)
+    data_type = scope.shapes.type(data)
+    dtype = data_type.dtype if isinstance(data_type, ir.TensorType) else None
+    return StackedSequence(tensor, shape[axis], ir.Shape(element), dtype)

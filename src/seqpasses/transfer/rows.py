@@ -41,7 +41,9 @@ def empty_rows(
     if like is not None:
         rows = emit.unsqueeze(like, 0)
         bounds = [emit.int64s([0]), emit.int64s([0]), emit.int64s([0])]
-        return emit.op("Slice", [rows, *bounds], type=like.type, shape=ir.Shape([0, *element]))
+        return emit.op(
+            "Slice", [rows, *bounds], type=emit.type_of(like), shape=ir.Shape([0, *element])
+        )
     dims = list(element)
     if dtype is None or dtype == ir.DataType.STRING or not all(isinstance(d, int) for d in dims):
         return None  # (ConstantOfShape makes no strings)
@@ -119,8 +121,8 @@ def normalized(
         # and -n - 1 falls outside, failing as SequenceInsert does
         boolean = ir.TensorType(ir.DataType.BOOL)
         negative = emit.op("Less", [where, emit.int64(0)], type=boolean, shape=one)
-        back = emit.op("Sub", [where, emit.int64(1)], type=where.type, shape=one)
-        where = emit.op("Where", [negative, back, where], type=back.type, shape=one)
+        back = emit.op("Sub", [where, emit.int64(1)], type=emit.type_of(where), shape=one)
+        where = emit.op("Where", [negative, back, where], type=emit.type_of(back), shape=one)
     found = emit.op("Gather", [found_in, where], type=int64, shape=one, axis=0)
     return emit.check(found)  # (out of range it fails, whatever reads it)
 
@@ -146,7 +148,7 @@ def without_row(emit: Emitter, st: StackedSequence, index: ir.Value, known: ir.V
     step = emit.op("Cast", [later], type=int64, shape=shape, to=int(ir.DataType.INT64))
     rows = emit.op("Add", [kept, step], type=int64, shape=shape)
     fewer = ir.Shape([plus(st.length, -1), *st.element])
-    return emit.op("Gather", [st.tensor, rows], type=st.tensor.type, shape=fewer, axis=0)
+    return emit.op("Gather", [st.tensor, rows], type=emit.type_of(st.tensor), shape=fewer, axis=0)
 
 
 def check_row(emit: Emitter, st: StackedSequence, position: int) -> None:
@@ -159,7 +161,9 @@ def check_row(emit: Emitter, st: StackedSequence, position: int) -> None:
         return
     one = ir.Shape([1, *st.element])
     index = emit.int64s([position])
-    emit.check(emit.op("Gather", [st.tensor, index], type=st.tensor.type, shape=one, axis=0))
+    emit.check(
+        emit.op("Gather", [st.tensor, index], type=emit.type_of(st.tensor), shape=one, axis=0)
+    )
 
 
 def slice_rows(
@@ -173,7 +177,7 @@ def slice_rows(
     bounds = [emit.int64s([b]) if isinstance(b, int) else b for b in (start, end)]
     some = ir.Shape([ir.SymbolicDim(None) if length is None else length, *st.element])
     inputs = [st.tensor, bounds[0], bounds[1], emit.int64s([0])]
-    return emit.op("Slice", inputs, type=st.tensor.type, shape=some)
+    return emit.op("Slice", inputs, type=emit.type_of(st.tensor), shape=some)
 
 
 def joined(
@@ -184,7 +188,7 @@ def joined(
     if len(parts) == 1:
         return parts[0]
     shape = ir.Shape([length, *st.element])
-    return emit.concat(parts, 0, type=st.tensor.type, shape=shape)
+    return emit.concat(parts, 0, type=emit.type_of(st.tensor), shape=shape)
 
 
 def guard_of(emit: Emitter, st: StackedSequence, index: int | ir.Value) -> ir.Value | None:
@@ -194,7 +198,7 @@ def guard_of(emit: Emitter, st: StackedSequence, index: int | ir.Value) -> ir.Va
         return st.guard
     if st.guard is None or st.guard.graph is not index.graph:
         return index
-    return emit.op("Add", [st.guard, index], type=index.type, shape=ir.Shape([1]))
+    return emit.op("Add", [st.guard, index], type=emit.type_of(index), shape=ir.Shape([1]))
 
 
 def plus(length: object, k: int) -> int | ir.SymbolicDim:

@@ -55,10 +55,9 @@ def _element_dtype(
     """The element type of a list of ``values``: theirs (inferred when undeclared, a Constant's
     say), else what the list ``declared`` says, so that the list keeps it once emptied."""
     for value in values:
-        if value.dtype is None:
-            scope.shapes.shape(value)  # (infers the type too)
-        if value.dtype is not None:
-            return value.dtype
+        type_ = value.type if value.dtype is not None else scope.shapes.type(value)
+        if isinstance(type_, ir.TensorType):
+            return type_.dtype
     return sequence_dtype(declared)
 
 
@@ -82,10 +81,12 @@ def _sequence_insert(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
     tensor = node.inputs[1]
     if tensor is None:
         return Leave(reason=Reason("invalid", "SequenceInsert without a tensor"))
+    dtype = None  # (the tensor's type, which the list takes: kept once it is emptied)
     if seq.dtype is None and tensor.dtype is None:
-        scope.shapes.shape(tensor)  # its type, which the list takes (kept once it is emptied)
+        type_ = scope.shapes.type(tensor)
+        dtype = type_.dtype if isinstance(type_, ir.TensorType) else None
     try:
-        return Fold(values={node.outputs[0]: seq.insert(where, tensor)})
+        return Fold(values={node.outputs[0]: seq.insert(where, tensor, dtype)})
     except PositionError as error:
         return Leave(reason=_out_of_range(error))
 

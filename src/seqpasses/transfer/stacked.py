@@ -64,8 +64,9 @@ def insert(ctx: Context, node: ir.Node, scope: Scope, because: Reason | None = N
     st = stacked_of(ctx, node.inputs[0], scope, node, hint=tensor)
     if isinstance(st, Reason):
         return _leave(st, because)
-    shape = scope.shapes.shape(tensor)
-    if not same_shape(shape, st.element) or (st.dtype is not None and tensor.dtype != st.dtype):
+    type_, shape = scope.shapes.known(tensor)
+    dtype = type_.dtype if isinstance(type_, ir.TensorType) else None
+    if not same_shape(shape, st.element) or (st.dtype is not None and dtype != st.dtype):
         done = _unstacked_insert(ctx, node, scope, st) if isinstance(st.length, int) else None
         if done is not None:
             return done
@@ -229,7 +230,9 @@ def at(ctx: Context, node: ir.Node, scope: Scope, because: Reason | None = None)
     if isinstance(st, Reason):
         return _leave(st, because)
     emit = ctx.emitter(scope, node)
-    gather = emit.op("Gather", [st.tensor, position], type=st.tensor.type, shape=st.element, axis=0)
+    gather = emit.op(
+        "Gather", [st.tensor, position], type=emit.type_of(st.tensor), shape=st.element, axis=0
+    )
     record = Record("stacked-at", f"Gather of row '{position.name}'")
     return Replace(uses=[(node.outputs[0], emit.check(gather))], records=[record])
 
@@ -271,7 +274,9 @@ def _concat(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
     if axis > 0:  # move the list axis to ``axis``
         perm = [*range(1, axis + 1), 0, *range(axis + 1, rank + 1)]
         moved_dims = ir.Shape([dims[p] for p in perm])
-        result = emit.op("Transpose", [stacked], type=stacked.type, shape=moved_dims, perm=perm)
+        result = emit.op(
+            "Transpose", [stacked], type=emit.type_of(stacked), shape=moved_dims, perm=perm
+        )
     if not new_axis:  # merge it into the next axis (n is at least 1 here: see above)
         moved = [*st.element[:axis], st.length, *st.element[axis:]]
         joined = st.element[axis]

@@ -154,9 +154,9 @@ def _kept(
     declare: dict[ir.Value, Declared] = {}
     values: dict[ir.Value, AbstractValue] = {}
     for k, old in enumerate(node.outputs):
-        out, element = loop.outputs[k], inner.shapes.shape(copy.outputs[1 + k])
+        out = loop.outputs[k]
+        made_type, element = inner.shapes.known(copy.outputs[1 + k])
         assert element is not None
-        made_type = copy.outputs[1 + k].type
         # declared: a zero-iteration scan output's shape
         declare[copy.outputs[1 + k]] = (made_type, element)
         declare[out] = (made_type, ir.Shape([first.length, *element]))
@@ -179,8 +179,8 @@ def _why_not(
             return Reason("copies", text)
     for k in range(count):
         out = copy.outputs[1 + k]
-        shape = inner.shapes.shape(out)
-        if shape is None or not stable(ctx, shape) or not isinstance(out.type, ir.TensorType):
+        type_, shape = inner.shapes.known(out)
+        if shape is None or not stable(ctx, shape) or not isinstance(type_, ir.TensorType):
             text = f"output {k} of the body has no shape that holds every iteration"
             return Reason("unknown-shape", text)
         if first.least == 0 and not all(isinstance(d, int) for d in shape):

@@ -118,7 +118,8 @@ def read_at(ctx: Context, node: ir.Node, scope: Scope) -> Outcome | None:
         else:
             dims[axis] = 1
         shape = ir.Shape(dims)
-    out = emit.check(emit.op("Gather", [data, index], type=data.type, shape=shape, axis=axis))
+    data_type = scope.shapes.type(data)
+    out = emit.check(emit.op("Gather", [data, index], type=data_type, shape=shape, axis=axis))
     kept = ", keeping the axis" if not squeeze else ""
     record = Record("sequence-at-split", f"Gather on axis {axis} of '{data.name}'{kept}")
     return _replaced(node, out, record, "the element is squeezed" if diverges else "")
@@ -151,7 +152,9 @@ def _at_least_one(emit: Emitter, data: ir.Value, shape: ir.Shape, axis: int) -> 
     so must what replaces it. (ONNX Runtime and onnx.reference run a node no one reads; a
     ``Concat`` of that slice and the rest would copy ``data`` once more.)"""
     one = ir.Shape([1 if k == axis else d for k, d in enumerate(shape)])
-    emit.check(emit.op("Gather", [data, emit.int64s([0])], type=data.type, shape=one, axis=axis))
+    emit.check(
+        emit.op("Gather", [data, emit.int64s([0])], type=emit.type_of(data), shape=one, axis=axis)
+    )
     return data
 
 
@@ -183,7 +186,9 @@ def _restack(ctx: Context, node: ir.Node, scope: Scope, new_axis: int) -> Outcom
         result = _at_least_one(emit, data, shape, split_axis)
     if perm != list(range(rank)):
         moved = ir.Shape([shape[d] for d in perm])
-        result = emit.op("Transpose", [result], type=data.type, shape=moved, perm=perm)
+        result = emit.op(
+            "Transpose", [result], type=scope.shapes.type(data), shape=moved, perm=perm
+        )
     if merge:
         dims = [shape[d] for d in perm]
         merged = emit.merge_axes(result, dims, axis, first_positive=True)

@@ -229,6 +229,8 @@ class Applier:
             tape.entries.clear()
             tape.checks.clear()
         place(edits, tape)
+        for value, (type_, shape) in scope.shapes.settle().items():  # (what the oracle found)
+            value.type, value.shape = type_, shape
         for value, (type_, shape) in outcome.declare.items():
             value.type, value.shape = type_, shape
         if not plain:
@@ -320,7 +322,7 @@ class Applier:
 
     def _restructure(self, outcome: Restructure, scope: Scope) -> ir.Node:
         edits = self.edits
-        new = edits.apply(outcome.plan, scope)
+        new = edits.remake(outcome.plan, scope)
         for old, held in outcome.held.items():
             if isinstance(held, Listed):
                 elements = [new.outputs[k] for k in held.indices]

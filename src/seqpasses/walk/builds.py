@@ -13,6 +13,7 @@ import onnx_ir as ir
 
 from seqpasses.core.graph import detach, drop_nodes_of, drop_subgraphs, rebuild, subgraphs
 from seqpasses.walk.facts import Facts
+from seqpasses.walk.keep import Liveness
 from seqpasses.walk.outcomes import BodyForm, Rebuild
 from seqpasses.walk.scope import Scope
 from seqpasses.walk.trial import CreatedNodes
@@ -29,7 +30,7 @@ class BuildsMixin:
     dry: bool
     rebuilt: Callable[[ir.Node, ir.Node, Scope], None]
     replace: Callable[[ir.Value, ir.Value, Scope], None]
-    holds_failure: Callable[..., bool]
+    keep: Liveness
 
     def shape_body(self, graph: ir.Graph, form: BodyForm) -> None:
         """Give ``graph`` the form ``form`` describes."""
@@ -55,7 +56,7 @@ class BuildsMixin:
                 seen.add(value)
                 graph.outputs.append(value)
 
-    def apply(self, plan: Rebuild, scope: Scope) -> ir.Node:
+    def remake(self, plan: Rebuild, scope: Scope) -> ir.Node:
         """Apply ``plan`` in ``scope``'s graph; the node that replaces ``plan.node``."""
         for graph, form in plan.bodies.values():
             self.shape_body(graph, form)
@@ -106,7 +107,7 @@ class BuildsMixin:
             for _, sub in subgraphs(inner):
                 self.sweep(sub)
         for inner in reversed(list(graph)):
-            if self.holds_failure(inner, settled=False):
+            if self.keep.holds_failure(inner, settled=False):
                 continue
             if all(not out.uses() and not out.is_graph_output() for out in inner.outputs):
                 self.take_out([inner])

@@ -91,7 +91,7 @@ class Context:
     def emitter(self, scope: Scope, anchor: ir.Node | None) -> Emitter:
         """An emitter of new nodes for ``scope``'s graph, before ``anchor`` (at the end when
         ``None``), onto the visit's tape."""
-        return Emitter(scope.graph, anchor, scope.opset, self.owner)
+        return Emitter(scope.graph, anchor, scope.opset, self.owner, scope.shapes.seen)
 
     def body_emitter(self, graph: ir.Graph, anchor: ir.Node | None, opset: int) -> Emitter:
         """An emitter into a body being built (a clone, or one its node gives up)."""

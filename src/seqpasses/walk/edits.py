@@ -26,7 +26,7 @@ from seqpasses.report import Report
 from seqpasses.walk import trial
 from seqpasses.walk.builds import BuildsMixin
 from seqpasses.walk.facts import Facts
-from seqpasses.walk.keep import KeepMixin
+from seqpasses.walk.keep import Liveness
 from seqpasses.walk.materialize import MaterializeMixin
 from seqpasses.walk.recorder import Recorder
 from seqpasses.walk.scope import Scope
@@ -40,9 +40,9 @@ def _proven(shape: ir.Shape) -> bool:
     return all(isinstance(d, int) or (isinstance(d, ir.SymbolicDim) and d.value) for d in shape)
 
 
-class Edits(KeepMixin, MaterializeMixin, BuildsMixin):
+class Edits(MaterializeMixin, BuildsMixin):
     """Graph changes and their records. ``dry``: record what would change, change nothing.
-    What stays at the end: :class:`~seqpasses.walk.keep.KeepMixin`; canonical sequences:
+    What stays at the end: ``keep`` (:class:`~seqpasses.walk.keep.Liveness`); canonical sequences:
     :class:`~seqpasses.walk.materialize.MaterializeMixin`; applying what transfers propose:
     :class:`~seqpasses.walk.builds.BuildsMixin`."""
 
@@ -75,19 +75,20 @@ class Edits(KeepMixin, MaterializeMixin, BuildsMixin):
         )
         self.materialized: dict[tuple[int, tuple[ir.Value, ...], Any], ir.Value] = journal.cache({})
         self.counter = 0
-        # nodes that must stay even when nothing reads them: the checks rewrites emit (a
-        # normalized run-time position, a Split of run-time sizes, a guard against an empty
-        # list), and the nodes dead in the model as given (set before the walk)
-        # (in the order they were made, which is the order they are anchored in: a set's
-        # order follows the nodes' addresses, which the result must not depend on)
-        self.check_nodes: dict[ir.Node, None] = journal.cache({})
-        self.dead_in_input: set[ir.Node] = set()
-        self.cloned: dict[ir.Node, ir.Node] = {}  # a node of a cloned body -> what it copies
+        # what stays whatever reads it (checks, nodes dead as given, clones' origins)
+        self.keep = Liveness(
+            facts, self.created, recorder, self.forwarded, self.current, journal.cache({})
+        )
+
+    @property
+    def check_nodes(self) -> dict[ir.Node, None]:
+        """The nodes that stay whatever reads them (run-time checks), in the order made."""
+        return self.keep.check_nodes
 
     # -- building ------------------------------------------------------------------------
 
     def emitter(self, scope: Scope, anchor: ir.Node | None) -> Emitter:
-        return Emitter(scope.graph, anchor, scope.opset, self)
+        return Emitter(scope.graph, anchor, scope.opset, self, scope.shapes.seen)
 
     def place(self, graph: ir.Graph | ir.Function, anchor: ir.Node | None, node: ir.Node) -> None:
         """Where an emitter's new node goes: before ``anchor`` (at the end when ``None``); in a
@@ -105,16 +106,17 @@ class Edits(KeepMixin, MaterializeMixin, BuildsMixin):
 
     def record_clone(self, copy: ir.Graph, graph: ir.Graph) -> None:
         """``copy`` is a clone of ``graph`` (a body a Loop gets instead of its own): each of
-        its nodes stands for the one it copies, as to what must stay (:meth:`holds_failure`)."""
+        its nodes stands for the one it copies, as to what must stay (``keep``)."""
+        cloned = self.keep.cloned
         for new, old in zip(graph_nodes(copy), graph_nodes(graph), strict=True):
-            self.cloned[new] = old
+            cloned[new] = old
 
     def check(self, value: ir.Value) -> ir.Value:
         """Record that the node making ``value`` checks something at run time (it fails where
         the op it stands for fails): it stays, whatever reads it. Returns ``value``."""
         producer = value.producer()
         if not self.dry and producer is not None:
-            self.check_nodes[producer] = None
+            self.keep.check_nodes[producer] = None
         return value
 
     def diverges(self, value: ir.Value, note: str) -> None:
@@ -246,7 +248,7 @@ class Edits(KeepMixin, MaterializeMixin, BuildsMixin):
             self.created,
             mark,
             roots,
-            lambda node: self.holds_failure(node, settled=False),
+            lambda node: self.keep.holds_failure(node, settled=False),
             lambda node: node in self.facts.reasons or node in self.canonical,
         )
 

@@ -1,5 +1,5 @@
-"""What must stay at the end of a walk: :class:`KeepMixin`, the part of
-:class:`~seqpasses.walk.edits.Edits` that says which nodes dead-code removal keeps (a check a
+"""What must stay at the end of a walk: :class:`Liveness`, which says which nodes dead-code
+removal keeps (a check a
 rewrite emitted, a node left as it is, a node dead in the model as given) and which are what a
 rewrite left behind (replaced, superseded, or a stale copy).
 """
@@ -18,21 +18,36 @@ from seqpasses.walk.facts import Facts
 from seqpasses.walk.recorder import Recorder
 from seqpasses.walk.trial import CreatedNodes
 
-__all__ = ["KeepMixin"]
+__all__ = ["Liveness"]
 
 
-class KeepMixin:
-    """Which nodes stay whatever reads them; mixed into :class:`~seqpasses.walk.edits.Edits`,
-    which sets these attributes (see its ``__init__``)."""
+class Liveness:
+    """Which nodes stay whatever reads them, from what the walk recorded: the checks rewrites
+    emit, the nodes dead in the model as given, the copies cloned bodies hold. The walk's
+    :class:`~seqpasses.walk.edits.Edits` holds one (``edits.keep``); dead-code removal asks
+    it (:meth:`protected`)."""
 
-    facts: Facts
-    created: CreatedNodes
-    recorder: Recorder
-    cloned: dict[ir.Node, ir.Node]
-    forwarded: dict[ir.Value, ir.Value]
-    check_nodes: dict[ir.Node, None]
-    dead_in_input: set[ir.Node]
-    current: Callable[[ir.Value], ir.Value]
+    def __init__(
+        self,
+        facts: Facts,
+        created: CreatedNodes,
+        recorder: Recorder,
+        forwarded: dict[ir.Value, ir.Value],
+        current: Callable[[ir.Value], ir.Value],
+        check_nodes: dict[ir.Node, None],
+    ) -> None:
+        self.facts = facts
+        self.created = created
+        self.recorder = recorder
+        self.forwarded = forwarded  # (a replaced value -> its replacement: the writer's)
+        self.current = current
+        # nodes that must stay even when nothing reads them: the checks rewrites emit (a
+        # normalized run-time position, a Split of run-time sizes, a guard against an empty
+        # list), in the order they were made (the order they are anchored in: a set's order
+        # follows the nodes' addresses, which the result must not depend on)
+        self.check_nodes = check_nodes
+        self.dead_in_input: set[ir.Node] = set()  # (set before the walk)
+        self.cloned: dict[ir.Node, ir.Node] = {}  # a node of a cloned body -> what it copies
 
     def _source(self, node: ir.Node) -> ir.Node | None:
         """The node ``node`` copies (inlined, unrolled or cloned), if any."""

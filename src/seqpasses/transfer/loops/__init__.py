@@ -224,7 +224,7 @@ def _proven_lists(ctx: Context, node: ir.Node, scope: Scope) -> dict[ir.Value, D
     def held(value: ir.Value) -> object:
         return facts.get(value) if value.graph is scope.graph else None
 
-    lists, body = carried_lists(node, held, scope.opset)
+    lists, body = carried_lists(node, held, scope.shapes)
     found: dict[ir.Value, Declared] = {}
     for value, element in lists.items():
         dtype = _list_dtype(ctx, node, value)

@@ -113,7 +113,7 @@ def _inserted_element(
         if tensor in known:
             type_, shape = known[tensor]
         elif tensor.graph is not None and tensor.graph is not body and not _inside(tensor, body):
-            type_, shape = tensor.type, scope.shapes.shape(tensor)
+            type_, shape = scope.shapes.known(tensor)
         else:
             return None
         if not stable(ctx, shape) or not isinstance(type_, ir.TensorType) or shape is None:

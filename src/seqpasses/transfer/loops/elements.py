@@ -80,10 +80,9 @@ def _lists(ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph) -> dict[in
             continue
         if not isinstance(body.inputs[2 + j].type, ir.SequenceType | None):
             continue
-        shapes = [scope.shapes.shape(e) for e in initial.elements]  # (types too)
+        typed = [scope.shapes.known(e) for e in initial.elements]
         if not all(
-            isinstance(e.type, ir.TensorType) and stable(ctx, shape)
-            for e, shape in zip(initial.elements, shapes, strict=True)
+            isinstance(type_, ir.TensorType) and stable(ctx, shape) for type_, shape in typed
         ):
             continue
         known, read = _known_positions(ctx, body.inputs[2 + j])
@@ -123,8 +122,8 @@ def carry_elements(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph) ->
         old = copy.inputs[2 + j]
         listed = StaticSequence(
             [
-                ir.Value(name=f"{old.name or 'list'}_{i}", type=e.type, shape=scope.shapes.shape(e))
-                for i, e in enumerate(initial.elements)
+                ir.Value(name=f"{old.name or 'list'}_{i}", type=type_, shape=shape)
+                for i, (type_, shape) in enumerate(map(scope.shapes.known, initial.elements))
             ],
             initial.dtype,
         )
@@ -166,7 +165,7 @@ def _kept(
         return Reason("unknown-sequence", "a sequence op on the list stayed in the body")
     initials = _expanded(node.inputs[2:], {j: s.elements for j, s in lists.items()})
     known, proven = induction(ctx, scope, node, copy, initials)
-    starts = {j: [(e.type, scope.shapes.shape(e)) for e in s.elements] for j, s in lists.items()}
+    starts = {j: [scope.shapes.known(e) for e in s.elements] for j, s in lists.items()}
     expected = _expanded([None] * (len(node.inputs) - 2), starts)
     pairs = zip(proven, expected, strict=True)
     if any(start is not None and not same(found, start) for found, start in pairs):

@@ -65,8 +65,7 @@ def _body_shapes(
             elif v.graph is body and v.producer() is not None:
                 inputs.append((None, None))
             else:  # an initializer, or from an enclosing scope: the same every iteration
-                shape = scope.shapes.shape(v)  # (infers the type too, when it is missing)
-                inputs.append((v.type, shape))
+                inputs.append(scope.shapes.known(v))  # (its type too, when it is missing)
         inferred = scope.shapes.infer(node, inputs, errors, known)
         for out, (type_, shape) in zip(node.outputs, inferred, strict=True):
             # what seqpasses proved itself (an inner loop's scan output) is kept
@@ -90,9 +89,9 @@ def induction(
         if initial is None:
             carried.append(None)
             continue
-        shape = scope.shapes.shape(initial)
-        usable = isinstance(initial.type, ir.TensorType) and stable(ctx, shape)
-        carried.append((initial.type, shape) if usable else None)
+        type_, shape = scope.shapes.known(initial)
+        usable = isinstance(type_, ir.TensorType) and stable(ctx, shape)
+        carried.append((type_, shape) if usable else None)
     while True:
         known = _body_shapes(ctx, scope, body, carried)
         broken = [
@@ -143,7 +142,7 @@ def appended(
     """The type and shape induction gives ``tensor`` (an outer value: its own); its rank holds
     every iteration, its dims only where :func:`stable`."""
     if tensor.graph is not body:
-        return tensor.type, scope.shapes.shape(tensor)
+        return scope.shapes.known(tensor)
     known, _ = induction(ctx, scope, node, body)
     type_, shape = known.get(tensor, (None, None))
     return tensor.type or type_, shape
@@ -267,7 +266,7 @@ def scan_shapes(
         if value.graph is body:
             type_, shape = known.get(value, (None, None))
         else:  # an outer value, the same every iteration
-            type_, shape = value.type, scope.shapes.shape(value)
+            type_, shape = scope.shapes.known(value)
         if not stable(ctx, shape):
             continue
         assert shape is not None

@@ -102,13 +102,14 @@ def _alike(a: Elements, b: Elements) -> bool:
 
 
 def carried_lists(
-    node: ir.Node, held: Held, opset: int
+    node: ir.Node, held: Held, oracle: ShapeOracle
 ) -> tuple[dict[ir.Value, ir.Shape], BodyFacts]:
     """The element shape of each list a main graph's ``Loop`` carries out, by induction (see
-    the module docstring; ``held``: what the walk holds of the lists outside), and the type
-    and shape of each of its body's own tensors under what that induction proves."""
+    the module docstring; ``held``: what the walk holds of the lists outside; ``oracle``:
+    the walk's, for what the values around the loop are), and the type and shape of each of
+    its body's own tensors under what that induction proves."""
     record: BodyFacts = {}
-    found = _loop_lists(node, held, ShapeOracle(opset), 0, {}, {}, record)
+    found = _loop_lists(node, held, oracle, 0, {}, {}, record)
     return found, record
 
 
@@ -144,7 +145,7 @@ def _loop_lists(
             if v is None or isinstance(body.inputs[2 + k].type, ir.SequenceType)
             else outer[v]
             if v in outer
-            else named_only(v.shape)
+            else named_only(oracle.seen(v)[1])
             for k, v in enumerate(node.inputs[2 : len(body.inputs)])
         ]
         env = _Env(ChainMap(dict(outer)), ChainMap(dict(outer_types)), held, oracle, depth)
@@ -197,10 +198,12 @@ class _Env:
     def shape(self, v: ir.Value | None) -> ir.Shape | None:
         if v is None:
             return None
-        return self.shapes[v] if v in self.shapes else named_only(v.shape)  # (outside: declared)
+        if v in self.shapes:
+            return self.shapes[v]
+        return named_only(self.oracle.seen(v)[1])  # (outside: as declared or found)
 
     def type(self, v: ir.Value) -> Any:
-        return self.types.get(v, v.type)
+        return self.types[v] if v in self.types else self.oracle.seen(v)[0]
 
     def listed(self, v: ir.Value | None) -> Elements:
         if v is None:

@@ -85,8 +85,8 @@ def plan(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph, j: int) -> R
     if initial.dtype is not None and initial.dtype != dtype:
         return "the appended element's type is not the list's"
     for e in initial.elements:
-        e_shape = scope.shapes.shape(e)
-        if not isinstance(e.type, ir.TensorType) or e.type.dtype != dtype:
+        e_type, e_shape = scope.shapes.known(e)
+        if not isinstance(e_type, ir.TensorType) or e_type.dtype != dtype:
             return "an element the list starts with is not of the appended element's type"
         if e_shape is None or len(e_shape) != rank:
             return "an element the list starts with is not provably of the appended rank"
@@ -150,7 +150,7 @@ def _start(ctx: Context, scope: Scope, node: ir.Node, p: RunningPlan) -> ir.Valu
     rank = len(p.element)
     perm = [*range(1, p.axis + 1), 0, *range(p.axis + 1, rank)]
     none = ir.Shape([0 if k == p.axis else d for k, d in enumerate(p.element)])
-    return emit.op("Transpose", [rows], type=rows.type, shape=none, perm=perm)
+    return emit.op("Transpose", [rows], type=emit.type_of(rows), shape=none, perm=perm)
 
 
 def _apply(

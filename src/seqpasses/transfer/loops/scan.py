@@ -93,7 +93,7 @@ def plan(ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph, j: int) -> S
     runs_some = isinstance(runs, int) and runs >= 1
     reshape = bool(len(initial)) and not runs_some
     if reshape and not all(
-        same((e.type, scope.shapes.shape(e)), (e.type, shape)) for e in initial.elements
+        same(scope.shapes.known(e), (scope.shapes.type(e), shape)) for e in initial.elements
     ):
         return (
             "the loop may run zero times and the elements the list starts with are not "
@@ -201,7 +201,9 @@ def _read(
         element_shape = emit.op("Shape", [initial.elements[-1]], type=int64)
         if _positive(shape):  # the -1 is always inferred
             target = emit.concat([emit.int64s([-1]), element_shape], 0)
-            fixed = emit.op("Reshape", [stacked, target], type=stacked.type, shape=stacked.shape)
+            fixed = emit.op(
+                "Reshape", [stacked, target], type=emit.type_of(stacked), shape=stacked.shape
+            )
         else:  # dims that may be 0: every dim literal (opset 14+, see plan)
             whole = emit.op("Shape", [stacked], type=int64)
             first = [whole, emit.int64s([0])]
@@ -224,7 +226,9 @@ def _read(
             emit.int64s([0]),
             emit.int64s([-1]),
         ]
-        reversed_ = emit.op("Slice", [stacked, *bounds], type=stacked.type, shape=stacked.shape)
+        reversed_ = emit.op(
+            "Slice", [stacked, *bounds], type=emit.type_of(stacked), shape=stacked.shape
+        )
         proven.append(reversed_)
         stacked = reversed_
     uses: list[Use] = []
@@ -284,7 +288,9 @@ def _rewrite_reader(
             np.array(position - n0 if position >= 0 else position, dtype=np.int64)
         )
         row = ir.Shape(list(stacked.shape)[1:]) if stacked.shape is not None else None
-        return emit.check(emit.op("Gather", [stacked, index], type=stacked.type, shape=row, axis=0))
+        return emit.check(
+            emit.op("Gather", [stacked, index], type=emit.type_of(stacked), shape=row, axis=0)
+        )
     runs = stacked.shape[0] if stacked.shape is not None else None
     if not n0 and not (isinstance(runs, int) and runs >= 1):
         # no element before the loop and maybe no iteration: the list may be empty, and
@@ -293,7 +299,9 @@ def _rewrite_reader(
         checks = ctx.edits.check_nodes
         if stacked not in checked and not any(use.node in checks for use in stacked.uses()):
             checked.add(stacked)
-            emit.check(emit.op("Gather", [stacked, emit.int64s([0])], type=stacked.type, axis=0))
+            emit.check(
+                emit.op("Gather", [stacked, emit.int64s([0])], type=emit.type_of(stacked), axis=0)
+            )
     return _concat_reader(emit, reader, stacked, rank, initial)
 
 
@@ -311,7 +319,9 @@ def _concat_reader(
         dims_moved = (
             ir.Shape([stacked.shape[p] for p in perm]) if stacked.shape is not None else None
         )
-        moved = emit.op("Transpose", [stacked], type=stacked.type, shape=dims_moved, perm=perm)
+        moved = emit.op(
+            "Transpose", [stacked], type=emit.type_of(stacked), shape=dims_moved, perm=perm
+        )
     if new_axis:
         result = moved
         front = [emit.unsqueeze(e, axis) for e in initial.elements]

@@ -240,7 +240,7 @@ def _folded(
     finals: list[ir.Value] = [v for v in carried if v is not None]
     for values in scans:
         for value in values:
-            scope.shapes.shape(value)  # type and shape for the Unsqueeze
+            scope.shapes.shape(value)  # (the Unsqueeze's type and shape: the emitter sees it)
         parts = [emit.unsqueeze(v, 0) for v in values]
         finals.append(parts[0] if len(parts) == 1 else emit.concat(parts, 0))
     return Replace(
