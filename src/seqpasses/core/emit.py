@@ -72,14 +72,11 @@ class Emitter:
         self.opset = opset
         self.owner = owner
         self.base: str | None = None  # what new nodes are named after (default: the anchor)
-        # a value's type and shape as known so far (declared, or what the oracle found)
-        self.seen: Callable[[ir.Value], TypeAndShape] = seen or _declared
+        self.seen: Callable[[ir.Value], TypeAndShape] = seen or _declared  # (as known so far)
 
     def type_of(self, x: ir.Value) -> ir.TypeProtocol | None:
         """``x``'s type, as declared or as found so far (what a new node reading it takes)."""
         return self.seen(x)[0]
-
-    _type = type_of
 
     def _dims(self, x: ir.Value) -> list[Dim] | None:
         shape = self.seen(x)[1]
@@ -192,7 +189,7 @@ class Emitter:
         if source is not None and source[1] == axis:
             return source[0]
         out = self._axis_op("Unsqueeze", x, axis)
-        out.type = self._type(x)
+        out.type = self.type_of(x)
         dims = self._dims(x)
         if dims is not None and 0 <= axis <= len(dims):
             out.shape = ir.Shape([*dims[:axis], 1, *dims[axis:]])
@@ -200,7 +197,7 @@ class Emitter:
 
     def squeeze(self, x: ir.Value, axis: int) -> ir.Value:
         out = self._axis_op("Squeeze", x, axis)
-        out.type = self._type(x)
+        out.type = self.type_of(x)
         dims = self._dims(x)
         if dims is not None and 0 <= axis < len(dims):
             out.shape = ir.Shape(dims[:axis] + dims[axis + 1 :])
@@ -227,7 +224,7 @@ class Emitter:
         ):
             return split.inputs[0]
         out = self._add("Concat", inputs, {"axis": axis}).outputs[0]
-        out.type = self._type(inputs[0])
+        out.type = self.type_of(inputs[0])
         out.shape = concat_dims([self._dims(v) for v in inputs], axis)
         _declare(out, type, shape)
         return out
@@ -240,7 +237,7 @@ class Emitter:
         self.owner.caches.split_axis[node] = axis
         dims = self._dims(x)
         for out, size in zip(node.outputs, sizes, strict=True):
-            out.type = self._type(x)
+            out.type = self.type_of(x)
             if dims is not None and 0 <= axis < len(dims):
                 out.shape = ir.Shape([*dims[:axis], size, *dims[axis + 1 :]])
         return list(node.outputs)
@@ -249,7 +246,7 @@ class Emitter:
         """``Split`` into ``count`` chunks whose sizes are the run-time 1-D tensor ``sizes``
         (opset 13 and later: the sizes are an input, int64 only: SplitToSequence's int32
         sizes are cast)."""
-        sizes_type = self._type(sizes)
+        sizes_type = self.type_of(sizes)
         if not isinstance(sizes_type, ir.TensorType) or sizes_type.dtype != ir.DataType.INT64:
             cast = self._add("Cast", [sizes], {"to": int(ir.DataType.INT64)}).outputs[0]
             cast.type, cast.shape = ir.TensorType(ir.DataType.INT64), self.seen(sizes)[1]
@@ -257,7 +254,7 @@ class Emitter:
         node = self._add("Split", [x, sizes], {"axis": axis}, count)
         dims = self._dims(x)
         for out in node.outputs:
-            out.type = self._type(x)
+            out.type = self.type_of(x)
             if dims is not None and 0 <= axis < len(dims):
                 out.shape = ir.Shape([*dims[:axis], ir.SymbolicDim(None), *dims[axis + 1 :]])
         return list(node.outputs)
@@ -278,7 +275,7 @@ class Emitter:
         better."""
         merged = self._merge_axes(x, dims, axis, first_positive)
         if merged is not None:
-            _declare(merged, self._type(x), shape)
+            _declare(merged, self.type_of(x), shape)
         return merged
 
     def _merge_axes(
@@ -291,7 +288,7 @@ class Emitter:
         tail = list(dims[axis + 2 :])
         if form == "infer":
             target = self.int64s([0] * axis + [-1] + [d for d in tail if isinstance(d, int)])
-            return self.op("Reshape", [x, target], type=self._type(x))
+            return self.op("Reshape", [x, target], type=self.type_of(x))
         first, second = dims[axis], dims[axis + 1]
         known = first * second if isinstance(first, int) and isinstance(second, int) else None
         shape: ir.Value | None = None
@@ -321,7 +318,7 @@ class Emitter:
                 target = parts[0]
             else:
                 target = self.concat(parts, 0, type=int64, shape=target_shape)
-            return self.op("Reshape", [x, target], type=self._type(x), allowzero=1)
+            return self.op("Reshape", [x, target], type=self.type_of(x), allowzero=1)
         # the same rank, a 1 beside the merged dim: every other dim is copied (a 0 in the
         # target) from the same place in x; a merged dim of 0 copies the dim at its place,
         # which is 0 too: the second one (one-before: the first is at least 1) or the first
@@ -342,7 +339,7 @@ class Emitter:
         size: Dim = ir.SymbolicDim(None) if known is None else known
         pair_dims: list[Dim] = [1, size] if before else [size, 1]
         kept_shape = ir.Shape([*dims[:axis], *pair_dims, *tail])
-        kept = self.op("Reshape", [x, target], type=self._type(x), shape=kept_shape)
+        kept = self.op("Reshape", [x, target], type=self.type_of(x), shape=kept_shape)
         return self.squeeze(kept, axis if before else axis + 1)
 
     def _dim(self, shape: ir.Value, k: int) -> ir.Value:

@@ -16,6 +16,7 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
+from seqpasses.core.calls import call_types
 from seqpasses.core.constants import MAX_ELEMENTS, constant_array
 from seqpasses.core.dims import (
     contradicts,
@@ -66,7 +67,7 @@ class ShapeOracle:
     def _infer_call(
         self, node: ir.Node, inputs: list[TypeAndShape | None]
     ) -> list[TypeAndShape] | None:
-        return _call_types(self, node, inputs)
+        return call_types(self.functions, self._protos, node, inputs)
 
     def seen(self, value: ir.Value) -> TypeAndShape:
         """``value``'s type and shape as declared, or as found since (no inference)."""
@@ -391,37 +392,3 @@ def _contradicts(a: ir.Shape, b: ir.Shape) -> bool:
     return len(a) != len(b) or any(
         isinstance(x, int) and isinstance(y, int) and x != y for x, y in zip(a, b, strict=True)
     )
-
-
-def _call_types(
-    oracle: ShapeOracle, node: ir.Node, inputs: list[TypeAndShape | None]
-) -> list[TypeAndShape] | None:
-    """What a call of a model-local function gives for inputs of these types (onnx's inference
-    of the function body); None when it cannot tell."""
-    function = oracle.functions.get(node.op_identifier())
-    if function is None or any(i is None or i[0] is None for i in inputs):
-        return None
-    proto = oracle._protos.get(id(function))
-    if proto is None:
-        proto = oracle._protos[id(function)] = ir.serde.serialize_function(function)
-    try:
-        types = [
-            ir.serde.serialize_value(ir.Value(name="x", type=i[0], shape=i[1])).type
-            for i in inputs
-            if i is not None
-        ]
-        attributes = [
-            ir.serde.serialize_attribute(a) for a in node.attributes.values() if not a.is_ref()
-        ]
-        found = onnx.shape_inference.infer_function_output_types(proto, types, attributes)
-    except Exception:
-        return None
-    if len(found) != len(node.outputs):
-        return None
-    return [
-        (
-            ir.serde.deserialize_type_proto_for_type(t) if t.WhichOneof("value") else None,
-            ir.serde.deserialize_type_proto_for_shape(t) if t.WhichOneof("value") else None,
-        )
-        for t in found
-    ]

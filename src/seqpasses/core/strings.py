@@ -8,27 +8,36 @@ none.) Every other op seqpasses writes was checked on strings against onnx.refer
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import onnx_ir as ir
 
-from seqpasses.core.dims import shape_dims
-
-if TYPE_CHECKING:
-    from seqpasses.core.emit import Emitter
+from seqpasses.core.dims import dim_of
 
 __all__ = ["string_gather"]
 
 
+class Emits(Protocol):
+    """What :func:`string_gather` asks of an emitter (:class:`seqpasses.core.emit.Emitter`)."""
+
+    def op(self, op_type: str, inputs: list[ir.Value], **attributes: Any) -> ir.Value: ...
+
+    def unsqueeze(self, x: ir.Value, axis: int) -> ir.Value: ...
+
+    def type_of(self, x: ir.Value) -> ir.TypeProtocol | None: ...
+
+    def seen(self, x: ir.Value) -> tuple[ir.TypeProtocol | None, ir.Shape | None]: ...
+
+
 def string_gather(
-    emit: Emitter, data: ir.Value | None, index: ir.Value | None, axis: object
+    emit: Emits, data: ir.Value | None, index: ir.Value | None, axis: object
 ) -> ir.Value | None:
     """``Gather(data, index, axis)`` of strings as ``GatherND(x', Unsqueeze(index, -1))``,
     the axis moved first in ``x'`` and the gathered dims moved back after; None where a
     plain Gather is right (the last axis gathers single strings) or no form can be written
     (an unknown rank: --check finds what ONNX Runtime gets wrong)."""
     assert data is not None and index is not None and isinstance(axis, int)
-    dims, picked = shape_dims(data), shape_dims(index)
+    dims, picked = _dims(emit.seen(data)[1]), _dims(emit.seen(index)[1])
     rank = len(dims) if dims is not None else None
     k = axis + rank if axis < 0 and rank is not None else axis
     if k != 0 and (rank is None or picked is None or k == rank - 1):
@@ -45,3 +54,7 @@ def string_gather(
         back = [*range(q, q + k), *range(q), *range(q + k, q + rank - 1)]
         out = emit.op("Transpose", [out], type=emit.type_of(data), perm=back)
     return out
+
+
+def _dims(shape: ir.Shape | None) -> list[object] | None:
+    return None if shape is None else [dim_of(d) for d in shape]
