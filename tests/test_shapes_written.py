@@ -296,8 +296,40 @@ def test_the_table_prints_what_the_written_model_declares(tmp_path: Path) -> Non
     body = next(n for n in onnx.load(out).graph.node if n.op_type == "Loop").attribute[0].g
     declared = {i.name: i.type.tensor_type.shape for i in body.value_info}
     assert [d.dim_value for d in declared["k"].dim] == [2, 3]
+    # the carried value keeps [2,3] at every iteration (induction): printed and declared on
+    # the body's own input and output too
+    assert rows["h"][3] == rows["ho"][3] == "[2,3]", rows
+    signature = {v.name: v.type.tensor_type.shape for v in [*body.input, *body.output]}
+    assert [d.dim_value for d in signature["h"].dim] == [2, 3]
+    assert [d.dim_value for d in signature["ho"].dim] == [2, 3]
     alone = run_cli("shapes", source, "--all")
     assert alone.stdout.splitlines()[1:] == printed.stdout.splitlines()[2:]  # (but "wrote")
+
+
+def test_a_carried_value_that_grows_is_declared_no_size_in_its_body(tmp_path: Path) -> None:
+    model = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
+    g (float[2,3] x, int64 n) => (float[?,3] y) {
+      t = Constant<value = bool {1}>()
+      y = Loop(n, t, x) <body = body (int64 i, bool c, float[2,3] h) => (bool co, float[4,3] ho) {
+        co = Identity(c)
+        ho = Concat<axis = 0>(h, h)
+      }>
+    }""")
+    source, out = tmp_path / "grow.onnx", tmp_path / "typed.onnx"
+    onnx.save(model, source)
+    printed = run_cli("shapes", source, "--all", "-o", out)
+    assert printed.returncode == 0, printed.stderr
+    rows = {line.split()[0]: line.split()[1:] for line in printed.stdout.splitlines()[2:]}
+    assert rows["h"][3] == rows["ho"][3] == "?", rows  # (the exporter's guesses are gone)
+    body = next(n for n in onnx.load(out).graph.node if n.op_type == "Loop").attribute[0].g
+    for value in [*body.input, *body.output, *body.value_info]:
+        if value.name in ("h", "ho"):
+            dims = value.type.tensor_type.shape.dim
+            assert not any(d.HasField("dim_value") for d in dims), value
+    runs = ort.InferenceSession(str(out)).run(
+        None, {"x": np.ones((2, 3), np.float32), "n": np.array(2)}
+    )
+    assert runs[0].shape == (8, 3)
 
 
 def test_a_script_calling_onnx_runtimes_tool_runs_with_seqpasses_in_its_place(

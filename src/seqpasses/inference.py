@@ -174,7 +174,7 @@ def annotate(
 def infer_shapes_ir(model: ir.Model) -> tuple[ir.Model, ShapeFacts]:
     """Infer on an ``onnx_ir.Model``; returns a new model with shapes filled, and the facts."""
     result = ir.serde.deserialize_model(ir.serde.serialize_model(model))
-    analysis, copy = fill_shapes_in_place(result, checkable=False)
+    analysis, copy = fill_shapes_in_place(result, checkable=False, bodies=True)
     sequences: dict[tuple[str, str], StaticSequence | StackedSequence | Unknown] = {}
     integers: dict[tuple[str, str], int] = {}
     for path, graph in graphs(copy):

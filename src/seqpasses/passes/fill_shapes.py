@@ -20,7 +20,7 @@ from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
 from seqpasses.core.skeleton import skeleton
 from seqpasses.options import FoldOptions
 from seqpasses.passes.analysis import Analysis, analyze
-from seqpasses.passes.refine import fill_bodies, refine_shapes
+from seqpasses.passes.refine import carried_claims, fill_bodies, refine_shapes, shapeless
 from seqpasses.transfer.loops.lists import BodyFacts
 
 __all__ = ["BodyFacts", "fill_shapes_in_place", "inferred", "sequence_facts"]
@@ -191,6 +191,8 @@ def _pairs(model: ir.Model, copy: ir.Model) -> tuple[dict[ir.Value, ir.Value], l
     for (_, mine), (_, theirs) in zip(graphs(model), graphs(copy), strict=False):
         if mine is model.graph:
             continue
+        if len(mine.inputs) == len(theirs.inputs):
+            pairs.update(zip(theirs.inputs, mine.inputs, strict=True))
         for node, other in zip(mine, theirs, strict=False):
             if node.op_type != other.op_type or len(node.outputs) != len(other.outputs):
                 break
@@ -243,41 +245,6 @@ def _concatenated(held: StaticSequence, node: ir.Node) -> ir.Shape | None:
 
 
 _OPAQUE = frozenset({"Loop", "If", "Scan", "SequenceMap"})
-
-
-def _shapeless(type_proto: onnx.TypeProto) -> onnx.TypeProto:
-    """``type_proto`` without its shape (a sequence's: without its elements')."""
-    copy = onnx.TypeProto()
-    copy.CopyFrom(type_proto)
-    inner = copy
-    while inner.WhichOneof("value") in ("sequence_type", "optional_type"):
-        inner = getattr(inner, inner.WhichOneof("value")).elem_type
-    if inner.HasField("tensor_type"):
-        inner.tensor_type.ClearField("shape")
-    return copy
-
-
-def _carried_claims(graph: ir.Graph) -> set[str]:
-    """The values whose claim by onnx's inference hangs on a ``Loop``'s outputs (``graph``'s
-    own nodes): onnx gives a carried value the shape of its initial one where the body declares
-    none, which a value that grows each iteration refutes, and a scan output the shape its body
-    declares, which only a run of no iterations is held to. What seqpasses proves of them
-    (induction) is declared instead; a ``SequenceLength`` of such a list is a scalar whatever
-    its elements."""
-    carried = {
-        out.name
-        for node in graph
-        if node.op_type == "Loop" and node.domain in ("", "ai.onnx")
-        for out in node.outputs
-        if out.name
-    }
-    found = set(carried)
-    for node in graph:
-        if node.op_type == "SequenceLength":
-            continue
-        if any(v is not None and v.name in found for v in node.inputs):
-            found |= {out.name for out in node.outputs if out.name}
-    return found
 
 
 def _downstream(graph: ir.Graph, names: set[str]) -> tuple[set[str], set[str]]:
@@ -370,9 +337,9 @@ def fill_shapes_in_place(
     claims = _claims(inferred)
     for name in (after if checkable else opaque) - set(facts):
         claims.pop(name, None)
-    for name in _carried_claims(model.graph):  # (what is known of them: the facts, above)
+    for name in carried_claims(model.graph):  # (what is known of them: the facts, above)
         if name in claims:  # (the type holds; the shape onnx gives it is the initial one's)
-            claims[name] = _shapeless(claims[name])
+            claims[name] = shapeless(claims[name])
     _fill_from(model, claims)
     unsure = after | against  # (what a contradiction with onnx's inference reaches)
     opset = onnx_opset(model.opset_imports) or 1
@@ -386,8 +353,8 @@ def fill_shapes_in_place(
         known = {v for v in loops if facts.get(v.name or "", (None, None))[1] is not None}
         refine_shapes(model.graph, opset, unsure_values, known)
     if bodies:
-        for node in model.graph:  # (a list's element shape only where seqpasses proves it)
-            for value in node.outputs:
+        for node in model.graph if checkable else ():  # (a list's element shape only where
+            for value in node.outputs:  # seqpasses proves it, in a model it writes)
                 if isinstance(value.type, ir.SequenceType) and (value.name or "") not in facts:
                     value.shape = None
         fill_bodies(model.graph, inferred.graph, inner if body_facts else {}, opset, refine)

@@ -17,7 +17,11 @@ again from what the values are made of (:func:`forget_guesses`):
   ``SequenceMap`` gives, wherever it sits, unless it is a graph output (the model's
   signature);
 - the names (not the numbers) declared on a scan output, a ``Scan``'s state and the elements
-  a ``SequenceMap``'s body takes.
+  a ``SequenceMap``'s body takes;
+- the element shape declared for a list a node makes, wherever it sits, a graph output
+  included: ONNX Runtime holds no list's elements to it (an exporter's ``seq(float[2])`` on a
+  list of rows 2, 4 and 6 long runs as it is), while a rewrite trusting it writes a
+  ``Concat`` that fails. (A list the model takes in, a graph input, keeps its signature.)
 """
 
 from __future__ import annotations
@@ -36,6 +40,9 @@ def forget_guesses(model: ir.Model) -> None:
     docstring)."""
     for node in all_nodes(model):
         inner = subgraphs(node)
+        for value in node.outputs:
+            if isinstance(value.type, ir.SequenceType) and value.shape is not None:
+                value.shape = None
         if node.op_type in _CONTROL_FLOW and node.domain in ("", "ai.onnx"):
             for value in node.outputs:
                 if value.shape is not None and not value.is_graph_output():

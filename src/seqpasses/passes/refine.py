@@ -11,12 +11,13 @@ import onnx_ir as ir
 
 from seqpasses.core.constants import constant_array
 from seqpasses.core.dims import claimed_shape, contradicts, fill_shape, unknown
+from seqpasses.core.graph import subgraphs
 from seqpasses.core.shape_rules import BROADCASTING, SHAPED_BY_VECTOR, broadcast
 from seqpasses.core.shapes import ShapeOracle
 from seqpasses.core.spatial import WINDOWED, concat_dims, windowed_shape
 from seqpasses.transfer.loops.lists import BodyFacts
 
-__all__ = ["fill_bodies", "refine_shapes"]
+__all__ = ["carried_claims", "fill_bodies", "refine_shapes", "shapeless"]
 
 
 def refine_shapes(
@@ -159,10 +160,59 @@ def fill_bodies(
                 _fill_body(attr.as_graph(), proto_attr.g, proven, opset, refine)
 
 
+def _proven_signature(value: ir.Value, fact: tuple[Any, ir.Shape | None] | None) -> None:
+    """A body's input or output (the model's own declaration, kept) gets the dims the walk
+    proves it has at every iteration, where it declares none."""
+    if fact is None or fact[1] is None or not isinstance(value.type, ir.TensorType):
+        return
+    if not contradicts(value.shape, fact[1]):
+        value.shape = fill_shape(value.shape, fact[1])
+
+
+def shapeless(type_proto: onnx.TypeProto) -> onnx.TypeProto:
+    """``type_proto`` without its shape (a sequence's: without its elements')."""
+    copy = onnx.TypeProto()
+    copy.CopyFrom(type_proto)
+    inner = copy
+    while inner.WhichOneof("value") in ("sequence_type", "optional_type"):
+        inner = getattr(inner, inner.WhichOneof("value")).elem_type
+    if inner.HasField("tensor_type"):
+        inner.tensor_type.ClearField("shape")
+    return copy
+
+
+def carried_claims(graph: ir.Graph) -> set[str]:
+    """The values whose claim by onnx's inference hangs on a ``Loop``'s outputs (``graph``'s
+    own nodes, or a node holding a Loop at any depth: an If's output is what its branches'
+    loops give): onnx gives a carried value the shape of its initial one where the body
+    declares none, which a value that grows each iteration refutes, and a scan output the
+    shape its body declares, which only a run of no iterations is held to. What seqpasses
+    proves of them (induction) is declared instead; a ``SequenceLength`` of such a list is a
+    scalar whatever its elements."""
+    found = {out.name for node in graph if _holds_loop(node) for out in node.outputs if out.name}
+    for node in graph:
+        if node.op_type == "SequenceLength":
+            continue
+        if any(v is not None and v.name in found for v in node.inputs):
+            found |= {out.name for out in node.outputs if out.name}
+    return found
+
+
+def _holds_loop(node: ir.Node) -> bool:
+    """A Loop, or a node with a Loop in its subgraphs at any depth."""
+    if node.op_type == "Loop" and node.domain in ("", "ai.onnx"):
+        return True
+    return any(_holds_loop(inner) for _, graph in subgraphs(node) for inner in graph)
+
+
 def _fill_body(
     body: ir.Graph, inferred: onnx.GraphProto, proven: BodyFacts, opset: int, refine: bool
 ) -> None:
-    types = {info.name: info.type for info in (*inferred.value_info, *inferred.output)}
+    hanging = carried_claims(body)  # (onnx's claim of what a loop gives: its type only)
+    types = {
+        info.name: shapeless(info.type) if info.name in hanging else info.type
+        for info in (*inferred.value_info, *inferred.output)
+    }
     tainted: set[ir.Value] = set()
     signature = {*body.inputs, *body.outputs}  # (the model's own: onnx's checker wants them)
     for value in [*body.inputs, *(out for node in body for out in node.outputs)]:
@@ -170,11 +220,17 @@ def _fill_body(
             if value not in signature:
                 value.shape = None  # (what is declared of a list's elements is no proof)
             tainted.add(value)
+    for value in body.inputs:  # (a carried tensor induction proves keeps its shape)
+        _proven_signature(value, proven.get(value))
     for node in body:
         reads_list = any(v in tainted for v in node.inputs if v is not None)
         for value in node.outputs:
-            fact = proven.get(value) if value not in signature else None
             claimed = claimed_shape(types.get(value.name or ""))
+            if value in signature:
+                _proven_signature(value, proven.get(value))
+                if value.shape is None and not reads_list and claimed is not None:
+                    value.shape = claimed  # (what onnx infers of it from what it reads)
+            fact = proven.get(value) if value not in signature else None
             if fact is not None and fact[1] is not None and not contradicts(claimed, fact[1]):
                 type_, shape = fact  # (the walk proves it: a tensor computed from it is sure)
                 if type_ is not None and (value.type is None or isinstance(type_, ir.SequenceType)):

@@ -212,7 +212,9 @@ def _loop_shapes(ctx: Context, node: ir.Node, scope: Scope) -> Proposal:
         declare.update(scan_shapes(ctx, scope, node, body))
     proven = _proven_lists(ctx, node, scope)
     declare.update(proven)
-    return Leave(declare=declare, learned=Learned(proven=list(proven)) if proven else None)
+    kept = [v for v in declare if v.graph is body and v not in proven]  # (carried tensors)
+    proven_all = [*proven, *kept]
+    return Leave(declare=declare, learned=Learned(proven=proven_all) if proven_all else None)
 
 
 def _proven_lists(ctx: Context, node: ir.Node, scope: Scope) -> dict[ir.Value, Declared]:
