@@ -119,23 +119,21 @@ def _inline_functions(proto: onnx.ModelProto, report: Report) -> onnx.ModelProto
 
 def _keep_output_declarations(model: ir.Model, proto: onnx.ModelProto) -> None:
     """A graph output a rewrite left with no shape keeps the one the input declared (ONNX
-    wants a shape on every graph output; nothing proved the declaration wrong); a list's, its
-    elements' (the signature as given: the walk did not trust it, see passes/guesses.py)."""
-    declared: dict[str, tuple[type, onnx.TensorShapeProto]] = {}
-    for o in proto.graph.output:
-        listed = o.type.HasField("sequence_type")
-        tensor = o.type.sequence_type.elem_type if listed else o.type
-        if tensor.HasField("tensor_type") and tensor.tensor_type.HasField("shape"):
-            kind = ir.SequenceType if listed else ir.TensorType
-            declared[o.name] = (kind, tensor.tensor_type.shape)
+    wants a shape on every graph output; nothing proved the declaration wrong)."""
+    declared = {
+        o.name: o.type.tensor_type.shape
+        for o in proto.graph.output
+        if o.type.HasField("tensor_type") and o.type.tensor_type.HasField("shape")
+    }
     for value in model.graph.outputs:
-        found = declared.get(value.name or "")
-        if found is None or value.shape is not None or not isinstance(value.type, found[0]):
-            continue
-        shape = found[1]
-        value.shape = ir.Shape(
-            [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in shape.dim]
-        )
+        shape = declared.get(value.name or "")
+        if value.shape is None and shape is not None and isinstance(value.type, ir.TensorType):
+            value.shape = ir.Shape(
+                [
+                    d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                    for d in shape.dim
+                ]
+            )
 
 
 def _as_given(loaded: Loaded, report: Report, why: str) -> Result:

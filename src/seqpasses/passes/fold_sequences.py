@@ -85,7 +85,6 @@ class FoldSequencesPass(ir.passes.InPlacePass):
 
     def _fold(self, model: ir.Model, report: Report) -> bool:
         """The four passes on ``model``, recording into ``report``; whether it changed."""
-        signature = _list_outputs(model)
         forget_guesses(model)  # (again: a model given to the pass itself)
         walk = WalkPass(self.options, report)
         edits = walk.walker.edits
@@ -106,20 +105,7 @@ class FoldSequencesPass(ir.passes.InPlacePass):
         if walk.walker.edits.recorder.unverified or walk.walker.edits.recorder.diverged:
             repair_declarations(model, walk.walker.edits.recorder.note)
         RecordLeftPass(walk.walker, report)(model)
-        for value in model.graph.outputs:  # (a list output's signature, as given: not trusted)
-            declared = signature.get(value.name or "")
-            if declared is not None and value.shape is None:
-                value.shape = declared
         # (nodes seqpasses made and dropped again in this run are no change)
         return walk.walker.edits.recorder.rewrote or any(
             node not in created for node in dead.removed
         )
-
-
-def _list_outputs(model: ir.Model) -> dict[str, ir.Shape]:
-    """The element shape each list graph output declares, by name."""
-    return {
-        value.name: value.shape
-        for value in model.graph.outputs
-        if value.name and value.shape is not None and isinstance(value.type, ir.SequenceType)
-    }

@@ -21,7 +21,8 @@ again from what the values are made of (:func:`forget_guesses`):
 - the element shape declared for a list a node makes, wherever it sits, a graph output
   included: ONNX Runtime holds no list's elements to it (an exporter's ``seq(float[2])`` on a
   list of rows 2, 4 and 6 long runs as it is), while a rewrite trusting it writes a
-  ``Concat`` that fails. (A list the model takes in, a graph input, keeps its signature.)
+  ``Concat`` that fails. (A list the model takes in, a graph input, keeps its signature; a
+  list graph output is written with what seqpasses proves of its elements, or nothing.)
 """
 
 from __future__ import annotations
