@@ -23,6 +23,18 @@ from helpers import run_cli
 HEADER = '<ir_version: 8, opset_import: ["" : 13]>\n'
 HEADER15 = '<ir_version: 8, opset_import: ["" : 15]>\n'  # (Identity of a list)
 
+# a loop that reads list L1 at its counter and appends each row: cat and last of what it got
+READ_BY_A_LOOP = """
+  L2 = Loop (n, t0, s0) <body = b2 (int64 j, bool d, seq(float) ri) => (bool do, seq(float) ro) {
+    do = Identity(d)
+    e = SequenceAt(L1, j)
+    ro = SequenceInsert(ri, e)
+  }>
+  cat = ConcatFromSequence<axis = 0>(L2)
+  m1 = Constant<value = int64 {-1}>()
+  last = SequenceAt(L2, m1)
+}"""
+
 CASES: dict[str, tuple[str, list[dict[str, np.ndarray]], list[str]]] = {
     # a body carries h declared [batch_size, alphas_length] (really [2,32]); x is [batch, 90]
     "body namesake": (
@@ -170,15 +182,8 @@ agraph (float[2] x, int64 n) => (seq(float[2]) L1, float[?] cat, float[?] last) 
     xo = Concat<axis = 0>(xi, x)
     so = SequenceInsert(si, xi)
   }>
-  L2 = Loop (n, t0, s0) <body = b2 (int64 j, bool d, seq(float) ri) => (bool do, seq(float) ro) {
-    do = Identity(d)
-    e = SequenceAt(L1, j)
-    ro = SequenceInsert(ri, e)
-  }>
-  cat = ConcatFromSequence<axis = 0>(L2)
-  m1 = Constant<value = int64 {-1}>()
-  last = SequenceAt(L2, m1)
-}""",
+"""
+        + READ_BY_A_LOOP,
         [{"x": (2,), "n": 3}],
         [],
     ),
@@ -191,15 +196,8 @@ agraph (float[N] x, int64 n) => (float[?] cat, float[?] last) <seq(float[2]) L1>
   L1 = SplitToSequence<axis = 0>(x, two)
   s0 = SequenceEmpty<dtype=1>()
   t0 = Constant<value = bool {1}>()
-  L2 = Loop (n, t0, s0) <body = b (int64 j, bool d, seq(float) ri) => (bool do, seq(float) ro) {
-    do = Identity(d)
-    e = SequenceAt(L1, j)
-    ro = SequenceInsert(ri, e)
-  }>
-  cat = ConcatFromSequence<axis = 0>(L2)
-  m1 = Constant<value = int64 {-1}>()
-  last = SequenceAt(L2, m1)
-}""",
+"""
+        + READ_BY_A_LOOP,
         [{"x": (5,), "n": 3}],
         [],
     ),

@@ -276,6 +276,20 @@ def test_a_list_a_loop_carries_has_its_elements_proven_by_induction(tmp_path: Pa
     assert ran.shape == (2 + 4 + 8 + 16,)
 
 
+def _shapes_written(
+    model: onnx.ModelProto, source: Path
+) -> tuple[subprocess.CompletedProcess[str], dict[str, list[str]], onnx.GraphProto]:
+    """``shapes --all -o`` on ``model`` (saved as ``source``): what ran, the table's rows by
+    value name, and the written model's Loop body."""
+    out = source.with_suffix(".typed.onnx")
+    onnx.save(model, source)
+    printed = run_cli("shapes", source, "--all", "-o", out)
+    assert printed.returncode == 0, printed.stderr
+    rows = {line.split()[0]: line.split()[1:] for line in printed.stdout.splitlines()[2:]}
+    body = next(n for n in onnx.load(out).graph.node if n.op_type == "Loop").attribute[0].g
+    return printed, rows, body
+
+
 def test_the_table_prints_what_the_written_model_declares(tmp_path: Path) -> None:
     # a Constant made in a Loop body: --all printed it "unknown" while -o declared it [2,3]
     model = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 18]>
@@ -287,13 +301,9 @@ def test_the_table_prints_what_the_written_model_declares(tmp_path: Path) -> Non
         ho = Add(h, k)
       }>
     }""")
-    source, out = tmp_path / "loop.onnx", tmp_path / "typed.onnx"
-    onnx.save(model, source)
-    printed = run_cli("shapes", source, "--all", "-o", out)
-    assert printed.returncode == 0, printed.stderr
-    rows = {line.split()[0]: line.split()[1:] for line in printed.stdout.splitlines()[2:]}
+    source = tmp_path / "loop.onnx"
+    printed, rows, body = _shapes_written(model, source)
     assert rows["k"][:4] == ["main/Loop.body", "tensor", "float", "[2,3]"], rows
-    body = next(n for n in onnx.load(out).graph.node if n.op_type == "Loop").attribute[0].g
     declared = {i.name: i.type.tensor_type.shape for i in body.value_info}
     assert [d.dim_value for d in declared["k"].dim] == [2, 3]
     # the carried value keeps [2,3] at every iteration (induction): printed and declared on
@@ -315,18 +325,14 @@ def test_a_carried_value_that_grows_is_declared_no_size_in_its_body(tmp_path: Pa
         ho = Concat<axis = 0>(h, h)
       }>
     }""")
-    source, out = tmp_path / "grow.onnx", tmp_path / "typed.onnx"
-    onnx.save(model, source)
-    printed = run_cli("shapes", source, "--all", "-o", out)
-    assert printed.returncode == 0, printed.stderr
-    rows = {line.split()[0]: line.split()[1:] for line in printed.stdout.splitlines()[2:]}
+    source = tmp_path / "grow.onnx"
+    _, rows, body = _shapes_written(model, source)
     assert rows["h"][3] == rows["ho"][3] == "?", rows  # (the exporter's guesses are gone)
-    body = next(n for n in onnx.load(out).graph.node if n.op_type == "Loop").attribute[0].g
     for value in [*body.input, *body.output, *body.value_info]:
         if value.name in ("h", "ho"):
             dims = value.type.tensor_type.shape.dim
             assert not any(d.HasField("dim_value") for d in dims), value
-    runs = ort.InferenceSession(str(out)).run(
+    runs = ort.InferenceSession(str(source.with_suffix(".typed.onnx"))).run(
         None, {"x": np.ones((2, 3), np.float32), "n": np.array(2)}
     )
     assert runs[0].shape == (8, 3)

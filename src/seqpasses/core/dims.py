@@ -35,6 +35,7 @@ __all__ = [
     "concat_shape",
     "contradicts",
     "dim_of",
+    "dims_of",
     "divide_dims",
     "fill_shape",
     "floor_div",
@@ -184,9 +185,12 @@ def named_only(shape: ir.Shape | None) -> ir.Shape | None:
 
 
 def shape_dims(value: ir.Value) -> list[Dim] | None:
-    if value.shape is None:
-        return None
-    return [dim_of(d) for d in value.shape]
+    return dims_of(value.shape)
+
+
+def dims_of(shape: ir.Shape | None) -> list[Dim] | None:
+    """``shape``'s dims (a number, or a symbolic dim), None for an unknown shape."""
+    return None if shape is None else [dim_of(d) for d in shape]
 
 
 def merge_form(dims: Sequence[Dim], axis: int, first_positive: bool, opset: int) -> str | None:

@@ -16,7 +16,7 @@ from typing import Protocol
 import numpy as np
 import onnx_ir as ir
 
-from seqpasses.core.dims import Dim, concat_dims, dim_of, merge_form
+from seqpasses.core.dims import Dim, concat_dims, dims_of, merge_form
 from seqpasses.core.sequence import sequence_dtype
 from seqpasses.core.shape_rules import TypeAndShape
 from seqpasses.core.strings import string_gather
@@ -79,8 +79,7 @@ class Emitter:
         return self.seen(x)[0]
 
     def _dims(self, x: ir.Value) -> list[Dim] | None:
-        shape = self.seen(x)[1]
-        return None if shape is None else [dim_of(d) for d in shape]
+        return dims_of(self.seen(x)[1])
 
     def _add(
         self,

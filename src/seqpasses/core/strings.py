@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 import onnx_ir as ir
 
-from seqpasses.core.dims import dim_of
+from seqpasses.core.dims import dims_of
 
 __all__ = ["string_gather"]
 
@@ -37,7 +37,7 @@ def string_gather(
     plain Gather is right (the last axis gathers single strings) or no form can be written
     (an unknown rank: --check finds what ONNX Runtime gets wrong)."""
     assert data is not None and index is not None and isinstance(axis, int)
-    dims, picked = _dims(emit.seen(data)[1]), _dims(emit.seen(index)[1])
+    dims, picked = dims_of(emit.seen(data)[1]), dims_of(emit.seen(index)[1])
     rank = len(dims) if dims is not None else None
     k = axis + rank if axis < 0 and rank is not None else axis
     if k != 0 and (rank is None or picked is None or k == rank - 1):
@@ -54,7 +54,3 @@ def string_gather(
         back = [*range(q, q + k), *range(q), *range(q + k, q + rank - 1)]
         out = emit.op("Transpose", [out], type=emit.type_of(data), perm=back)
     return out
-
-
-def _dims(shape: ir.Shape | None) -> list[object] | None:
-    return None if shape is None else [dim_of(d) for d in shape]

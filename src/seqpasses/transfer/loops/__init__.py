@@ -210,14 +210,16 @@ def _loop_shapes(ctx: Context, node: ir.Node, scope: Scope) -> Proposal:
         return Leave(declare=declare)
     with suppress(Exception):  # (what induction cannot follow stays unknown)
         declare.update(scan_shapes(ctx, scope, node, body))
-    proven = _proven_lists(ctx, node, scope)
+    proven = _proven_lists(ctx, node, scope, body)
     declare.update(proven)
     kept = [v for v in declare if v.graph is body and v not in proven]  # (carried tensors)
     proven_all = [*proven, *kept]
     return Leave(declare=declare, learned=Learned(proven=proven_all) if proven_all else None)
 
 
-def _proven_lists(ctx: Context, node: ir.Node, scope: Scope) -> dict[ir.Value, Declared]:
+def _proven_lists(
+    ctx: Context, node: ir.Node, scope: Scope, body: ir.Graph
+) -> dict[ir.Value, Declared]:
     """What the list half of induction (:mod:`.lists`) proves of a main graph's loop: the
     element shape of the lists it carries out and the types and shapes of its body's
     tensors."""
@@ -226,18 +228,18 @@ def _proven_lists(ctx: Context, node: ir.Node, scope: Scope) -> dict[ir.Value, D
     def held(value: ir.Value) -> object:
         return facts.get(value) if value.graph is scope.graph else None
 
-    lists, body = carried_lists(node, held, scope.shapes)
+    lists, inner = carried_lists(node, held, scope.shapes)
     found: dict[ir.Value, Declared] = {}
     for value, element in lists.items():
-        dtype = _list_dtype(ctx, node, value)
+        dtype = _list_dtype(ctx, node, body, value)
         type_ = value.type or (ir.SequenceType(ir.TensorType(dtype)) if dtype else None)
         found[value] = (type_, element)
-    for value, (type_, shape) in body.items():
+    for value, (type_, shape) in inner.items():
         found[value] = (value.type or type_, shape)
     return found
 
 
-def _list_dtype(ctx: Context, node: ir.Node, out: ir.Value) -> ir.DataType | None:
+def _list_dtype(ctx: Context, node: ir.Node, body: ir.Graph, out: ir.Value) -> ir.DataType | None:
     """The dtype of the elements of the list a loop carries out as ``out``: as its initial
     list holds them, or as the body declares its list."""
     j = out.index()
@@ -248,7 +250,6 @@ def _list_dtype(ctx: Context, node: ir.Node, out: ir.Value) -> ir.DataType | Non
     dtype = getattr(held, "dtype", None)
     if dtype is not None:
         return dtype  # type: ignore[no-any-return]
-    body = node.attributes["body"].as_graph()
     given = body.inputs[2 + j] if 2 + j < len(body.inputs) else None
     back = body.outputs[1 + j] if 1 + j < len(body.outputs) else None
     for value in (initial, given, back):
