@@ -27,7 +27,13 @@ import numpy as np
 import onnx
 import torch
 from torch import Tensor, nn
-from torch_real_exports import ConvFrames, EmbeddingBagSum, RepeatInterleave
+from torch_real_exports import (
+    CifPredictor,
+    ConvFrames,
+    EmbeddingBagSum,
+    RepeatInterleave,
+    VocoderSampling,
+)
 from torch_run_time_lists import (
     ConditionalAppend,
     DropWeakest,
@@ -642,6 +648,31 @@ def _cases() -> list[Case]:
             False,
             {"x": {0: "b", 2: "t"}},
             ((rand(1, 2, 5),), (rand(3, 2, 12),)),
+        ),
+        Case(
+            "cif_predictor",
+            CifPredictor,
+            (rand(2, 7, 5), torch.rand(2, 7, generator=g)),
+            ["hidden", "alphas"],
+            False,
+            # (as the recognizer's export names them: the alphas' length is its own name)
+            {
+                "hidden": {0: "batch_size", 1: "len_time"},
+                "alphas": {0: "batch_size", 1: "alphas_length"},
+            },
+            (
+                (rand(1, 3, 5), torch.rand(1, 3, generator=g)),
+                (rand(3, 12, 5), torch.rand(3, 12, generator=g)),
+            ),
+        ),
+        Case(
+            "vocoder_sampling",
+            VocoderSampling,
+            (rand(2, 5, 4),),
+            ["mels"],
+            False,
+            {"mels": {0: "b", 1: "t"}},
+            ((rand(1, 1, 4),), (rand(3, 8, 4),)),
         ),
     ]
 

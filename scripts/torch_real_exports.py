@@ -57,6 +57,25 @@ class CifPredictor(nn.Module):
         return fires, frames
 
 
+class GruCell(nn.Module):
+    """``nn.GRUCell``'s arithmetic written out (``nn.GRUCell`` itself does not export from a
+    scripted module: the TorchScript exporter cannot translate its ``input.dim() in (1, 2)``
+    check)."""
+
+    def __init__(self, inputs: int, hidden: int) -> None:
+        super().__init__()
+        self.ih = nn.Linear(inputs, 3 * hidden)
+        self.hh = nn.Linear(hidden, 3 * hidden)
+
+    def forward(self, x: Tensor, h: Tensor) -> Tensor:
+        ir_, iz, in_ = self.ih(x).chunk(3, 1)
+        hr, hz, hn = self.hh(h).chunk(3, 1)
+        r = torch.sigmoid(ir_ + hr)
+        z = torch.sigmoid(iz + hz)
+        n = torch.tanh(in_ + r * hn)
+        return (1.0 - z) * n + z * h
+
+
 class VocoderSampling(nn.Module):
     """A vocoder's sampling loop: two GRU cells whose states travel in a list, read by
     position in an inner loop over the layers, a per-step output appended, an If choosing
@@ -65,7 +84,7 @@ class VocoderSampling(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         torch.manual_seed(0)
-        self.cells = nn.ModuleList([nn.GRUCell(4, 8), nn.GRUCell(8, 8)])
+        self.cells = nn.ModuleList([GruCell(4, 8), GruCell(8, 8)])
         self.project = nn.Linear(8, 4)
 
     def forward(self, mels: Tensor) -> Tensor:

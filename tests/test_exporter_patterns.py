@@ -65,7 +65,7 @@ def _same(original: onnx.ModelProto, optimized: onnx.ModelProto, feeds: dict[str
     ):
         for a, b in zip(want, got, strict=True):
             assert a.shape == b.shape
-            np.testing.assert_allclose(a, b)
+            np.testing.assert_allclose(a, b, rtol=1e-6)  # (ONNX Runtime's tanh: 1 ulp off)
 
 
 def test_an_appended_row_out_of_an_if_is_typed_through_its_branches() -> None:
@@ -282,3 +282,86 @@ def test_an_error_that_mentions_allocation_is_not_one_of_memory() -> None:
     assert not _out_of_memory(pre)
     assert _out_of_memory("std::bad_alloc")
     assert _out_of_memory("Failed to allocate memory for requested buffer of size 8")
+
+
+TILED_ROW = """<ir_version: 8, opset_import: ["" : 17]>
+g (float[B] a, float[B,C] h, int64 n) => (float[B,M,C] y) {
+    t = Constant<value = bool {1}>()
+    dims = Shape(h)
+    k = Constant<value = int64 {1}>()
+    c = Gather<axis = 0>(dims, k)
+    empty = SequenceEmpty<dtype = 1>()
+    rows = Loop(n, t, empty) <body = step (int64 i, bool cond, seq(float) acc) => (
+            bool c_out, seq(float) out) {
+        c_out = Identity(cond)
+        axes = Constant<value = int64[1] {1}>()
+        col = Unsqueeze(a, axes)
+        zero = Constant<value = int64[1] {0}>()
+        one = Constant<value = int64[1] {1}>()
+        cc = Unsqueeze(c, zero)
+        reps = Concat<axis = 0>(one, cc)
+        size = Shape(reps)
+        ones = ConstantOfShape<value = int64[1] {1}>(size)
+        wide = Expand(col, ones)
+        tiled = Tile(wide, reps)
+        row = Add(tiled, h)
+        out = SequenceInsert(acc, row)
+    }>
+    y = ConcatFromSequence<axis = 1, new_axis = 1>(rows)
+}"""
+
+
+def test_a_row_tiled_by_ones_of_a_computed_length_is_a_scan_output() -> None:
+    """A CIF predictor's ``fire[:, None].repeat(1, hidden_size)``: TorchScript writes the
+    ones that ``Expand`` reads as ``ConstantOfShape(Shape(repeats), 1)``; the row it appends
+    is ``[B, C]`` every iteration (``sample_models/torch/ts_cif_predictor``)."""
+    model = onnx.parser.parse_model(TILED_ROW)
+    report = seqpasses.Report()
+    optimized = seqpasses.optimize(model, report=report)
+    assert sequence_op_count(optimized) == 0, [(r.op_type, r.detail) for r in report.left]
+    assert "loop-append-to-scan-output" in {r.rule for r in report.rewrites}
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(2).astype(np.float32)
+    h = rng.standard_normal((2, 3)).astype(np.float32)
+    for n in (1, 4):
+        _same(model, optimized, {"a": a, "h": h, "n": np.array(n, dtype=np.int64)})
+
+
+STATES_AND_OUTPUTS = """<ir_version: 8, opset_import: ["" : 17]>
+g (float[B,4] x, int64 n) => (float[B,M,8] y) {
+    t = Constant<value = bool {1}>()
+    h0 = Concat<axis = 1>(x, x)
+    states = SequenceConstruct(h0, h0)
+    empty = SequenceEmpty<dtype = 1>()
+    s_out, rows = Loop(n, t, states, empty) <body = step (int64 i, bool cond, seq(float) s,
+            seq(float) acc) => (bool c_out, seq(float) s_next, seq(float) out) {
+        c_out = Identity(cond)
+        p0 = Constant<value = int64 {0}>()
+        p1 = Constant<value = int64 {1}>()
+        s0 = SequenceAt(s, p0)
+        s1 = SequenceAt(s, p1)
+        sum = Add(s0, s1)
+        n0 = Tanh(sum)
+        n1 = Sigmoid(s1)
+        s_next = SequenceConstruct(n0, n1)
+        row = Mul(n0, n1)
+        out = SequenceInsert(acc, row)
+    }>
+    y = ConcatFromSequence<axis = 1, new_axis = 1>(rows)
+}"""
+
+
+def test_a_step_output_whose_shape_hangs_on_a_list_of_states_is_a_scan_output() -> None:
+    """A vocoder's sampling loop: GRU states travel in a list read by position, and each
+    step's output, computed from them, is appended. Once the states are carried as their
+    elements, the output's shape is proven and the list it is appended to becomes a scan
+    output (``sample_models/torch/ts_vocoder_sampling``)."""
+    model = onnx.parser.parse_model(STATES_AND_OUTPUTS)
+    report = seqpasses.Report()
+    optimized = seqpasses.optimize(model, report=report)
+    assert sequence_op_count(optimized) == 0, [(r.op_type, r.detail) for r in report.left]
+    rules = {r.rule for r in report.rewrites}
+    assert {"loop-carries-elements", "loop-append-to-scan-output"} <= rules
+    x = np.random.default_rng(1).standard_normal((2, 4)).astype(np.float32)
+    for n in (1, 3):
+        _same(model, optimized, {"x": x, "n": np.array(n, dtype=np.int64)})

@@ -69,6 +69,28 @@ def test_a_shape_gives_its_numbers_its_names_and_nothing_for_an_unnamed_dim() ->
     assert _vectors(text)["dims"] == [None, 7]
 
 
+FILLED = """<ir_version: 8, opset_import: ["" : 15]>
+g (float[B,C] x) => (int64[2] ones, int64[3] sevens, float[2] halves, int64[2] zeros) {
+    two = Constant<value = int64[1] {2}>()
+    three = Constant<value = int64[1] {3}>()
+    ones = ConstantOfShape<value = int64[1] {1}>(two)
+    sevens = ConstantOfShape<value = int64[1] {7}>(three)
+    halves = ConstantOfShape<value = float[1] {0.5}>(two)
+    dims = Shape(x)
+    rank = Shape(dims)
+    zeros = ConstantOfShape<value = int64[1] {0}>(rank)
+}"""
+
+
+def test_a_constant_of_shape_of_a_known_length_is_that_many_of_its_value() -> None:
+    # (``repeat(1, n)``: TorchScript writes the ones as ConstantOfShape(Shape(repeats)))
+    found = _vectors(FILLED, {"dims": ir.Shape([2])})
+    assert found["ones"] == [1, 1]
+    assert found["sevens"] == [7, 7, 7]
+    assert found["halves"] is None or found["halves"] == [None, None]  # (not integers)
+    assert found["zeros"] == [0, 0]  # (its length read from a rank)
+
+
 def _feeds() -> dict[str, np.ndarray]:
     return {
         k: np.asarray(v) for k, v in seqpasses.load_inputs(MODEL.with_suffix(".npz"))[0].items()

@@ -69,6 +69,10 @@ EXPECTED_REWRITES = {
     "ts_repeat_interleave": "sequence-at-split",
     "ts_conv_frames": "loop-append-to-scan-output",
     "dynamo_embedding_bag": "loop-append-to-scan-output",
+    # a CIF predictor's frames (a row tiled by ConstantOfShape ones); a vocoder's outputs,
+    # appended from GRU states carried in a list (carried as elements, then a scan output)
+    "ts_cif_predictor": "loop-append-to-scan-output",
+    "ts_vocoder_sampling": "loop-append-to-scan-output",
 }
 
 

@@ -168,6 +168,8 @@ def _node_vector(
         if any(x is not None and not np.isfinite(x) for x in cast):
             return None
         return [None if x is None else int(x) for x in cast]
+    if op == "ConstantOfShape" and len(inputs) == 1:
+        return _filled(node, read(0))
     if op == "Concat":
         parts = [read(k) for k in range(len(inputs))]
         if any(p is None for p in parts):
@@ -197,6 +199,24 @@ def _node_vector(
         a, b = (p * width if len(p) == 1 else p for p in (a, b))
         return [binary(x, y) for x, y in zip(a, b, strict=True)]
     return None
+
+
+def _filled(node: ir.Node, dims: list[Known] | None) -> list[Known] | None:
+    """A ``ConstantOfShape`` of one known length: that many copies of its value (exporters
+    write ``repeat(1, n)``'s ones this way, read by an ``Expand`` or a ``Tile``)."""
+    if dims is None or len(dims) != 1 or not isinstance(dims[0], int):
+        return None
+    if isinstance(dims[0], bool) or not 0 <= dims[0] <= MAX_ENTRIES:
+        return None
+    attribute = node.attributes.get("value")
+    if attribute is None:
+        fill: list[Known] | None = [0]  # (the default: a float 0)
+    else:
+        tensor = attribute.as_tensor()
+        if tensor.size != 1:
+            return None
+        fill = _entries(tensor.numpy().reshape(-1))
+    return None if fill is None else fill * dims[0]
 
 
 _WRAPS = 2**31

@@ -145,6 +145,14 @@ def _left(ctx: Context, node: ir.Node, scope: Scope, at: _Drive) -> Proposal:
     return Fold(declare=declare) if "lift" in at.changed else Leave(declare=declare)
 
 
+def _again(ctx: Context, node: ir.Node, scope: Scope, at: _Drive) -> Proposal | None:
+    """The loop the elements pattern rebuilt, given to every pattern from the first (its
+    reads of the lists it carried are gone, and what it appends may now be proven)."""
+    if "elements" not in at.changed:
+        return None
+    return _loop(ctx, node, scope)
+
+
 PATTERNS: tuple[Pattern[_Given], ...] = (
     Pattern("scan", _scan),
     Pattern("unroll", _unroll),
@@ -155,6 +163,8 @@ PATTERNS: tuple[Pattern[_Given], ...] = (
     Pattern("running", _in_group(Group.LOOP_SCAN, running.running_concats)),
     # lists of one length edited at known positions: carried as their elements
     Pattern("elements", _in_group(Group.LOOP_SCAN, elements.carry_elements)),
+    # a loop whose lists are now its elements: driven again, as the loop it now is
+    Pattern("again", _again),
     # lists read or edited at run-time positions: carried as one tensor
     Pattern("stacked", _in_group(Group.STACKED, carry.carry_stacked)),
     Pattern("left", _left),

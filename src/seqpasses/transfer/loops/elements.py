@@ -191,4 +191,12 @@ def _kept(
         declare=declare,
         build=Build(discard=[body]),
         records=[Record("loop-carries-elements", f"carried list(s) {which} as their elements")],
+        then=_onward,
     )
+
+
+def _onward(made: Made) -> Proposal:
+    """The rebuilt loop, handed to the patterns after this one (the lists it appends to may
+    now be scan outputs: their element shapes may have hung on the elements carried)."""
+    assert made.new is not None
+    return Next(node=made.new, changed=True)
