@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
+from onnx.reference import ReferenceEvaluator
 
 import seqpasses
 from helpers import SAMPLES, conformance_cases, run_cli
@@ -198,3 +200,47 @@ def test_per_node_inference_tells_inputs_of_one_name_apart() -> None:
     ((type_, shape),) = oracle.infer(node, [(v.type, v.shape) for v in node.inputs if v])
     assert type_ == ir.TensorType(ir.DataType.FLOAT)
     assert shape == ir.Shape([4, 1, 1])
+
+
+STATES_IN_A_LIST = """<ir_version: 8, opset_import: ["" : 17]>
+g (float[B,4] x, int64 n) => (float[?,?,?] y, float[?,?] last) {
+    t = Constant<value = bool {1}>()
+    h0 = Concat<axis = 1>(x, x)
+    states = SequenceConstruct(h0, h0)
+    empty = SequenceEmpty<dtype = 1>()
+    s_out, last, rows = Loop(n, t, states, x, empty) <body = step (int64 i, bool cond,
+            seq(float) s, float[B,4] prev, seq(float) acc) => (bool c_out, seq(float) s_next,
+            float[B,4] x_next, seq(float) out) {
+        c_out = Identity(cond)
+        p0 = Constant<value = int64 {0}>()
+        p1 = Constant<value = int64 {1}>()
+        s0 = SequenceAt(s, p0)
+        s1 = SequenceAt(s, p1)
+        n0 = Tanh(s0)
+        n1 = Sigmoid(s1)
+        s_next = SequenceConstruct(n0, n1)
+        row = Mul(n0, n1)
+        half = Constant<value = int64[2] {0, 4}>()
+        four = Constant<value = int64[2] {9223372036854775807, 8}>()
+        axes = Constant<value = int64[2] {0, 1}>()
+        x_next = Slice(row, half, four, axes)
+        out = SequenceInsert(acc, row)
+    }>
+    y = ConcatFromSequence<axis = 1, new_axis = 1>(rows)
+}"""
+
+
+def test_lists_a_loop_carries_are_proven_together() -> None:
+    """A vocoder's sampling loop: each step's output and the carried tensor are computed
+    from states the loop carries in a list, read by position. The induction assumes every
+    list's elements at once: the output list's elements and the carried tensor hang on the
+    states list's, and each is proven only with it (before, each list was assumed alone:
+    the output's shape was unknown). Checked on a run."""
+    model = onnx.parser.parse_model(STATES_IN_A_LIST)
+    facts = seqpasses.shape_facts(model)
+    assert facts["y"].shape == ("B", None, 8)
+    assert facts["last"].shape == ("B", 4)
+    assert facts["rows"].shape == ("B", 8)  # (a list: the shape its elements share)
+    feeds = {"x": np.ones((2, 4), np.float32), "n": np.array(3, np.int64)}
+    y, last = ReferenceEvaluator(model).run(None, feeds)
+    assert y.shape == (2, 3, 8) and last.shape == (2, 4)

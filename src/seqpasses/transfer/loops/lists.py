@@ -89,6 +89,14 @@ def _outside_list(value: ir.Value, held: Held) -> Elements:
     return found
 
 
+def _same(a: Elements, b: Elements) -> bool:
+    """Whether a list's element shape came back as assumed (no element and no element; not
+    known and not known; or the same dims)."""
+    if a is _EMPTY or b is _EMPTY:
+        return a is b
+    return _alike(a, b)
+
+
 def _alike(a: Elements, b: Elements) -> bool:
     """The same shape, dim for dim (an unknown dim alike an unknown one)."""
     if a is None or b is None:
@@ -132,43 +140,59 @@ def _loop_lists(
     if body_attr is None or body_attr.type != ir.AttributeType.GRAPH:
         return found
     body = body_attr.as_graph()
+    guesses: dict[int, Elements] = {}
     for j, initial in enumerate(node.inputs[2:]):
         if initial is None or j + 2 >= len(body.inputs) or j >= len(node.outputs):
             continue
-        if not isinstance(body.inputs[2 + j].type, ir.SequenceType):
-            continue
-        guess = _held_elements(held(initial))
-        if guess is None:
-            continue
-        carried = [  # (a carried tensor: its initial shape, while the body keeps it)
-            None
-            if v is None or isinstance(body.inputs[2 + k].type, ir.SequenceType)
-            else outer[v]
-            if v in outer
-            else named_only(oracle.seen(v)[1])
-            for k, v in enumerate(node.inputs[2 : len(body.inputs)])
+        if isinstance(body.inputs[2 + j].type, ir.SequenceType):
+            guesses[j] = _held_elements(held(initial))
+    if all(guess is None for guess in guesses.values()):
+        return found
+    carried = [  # (a carried tensor: its initial shape, while the body keeps it)
+        None
+        if v is None or isinstance(body.inputs[2 + k].type, ir.SequenceType)
+        else outer[v]
+        if v in outer
+        else named_only(oracle.seen(v)[1])
+        for k, v in enumerate(node.inputs[2 : len(body.inputs)])
+    ]
+    env = _Env(ChainMap(dict(outer)), ChainMap(dict(outer_types)), held, oracle, depth)
+    # every list at once: one list's elements may hang on another's (a vocoder's outputs,
+    # computed from GRU states it carries in a list read by position)
+    for _ in range(6 + len(guesses)):
+        ends, kept = _body_elements(body, guesses, carried, env)
+        after = {
+            j: _merge(guess, ends.get(j)) if guess is not None and ends.get(j) is not None else None
+            for j, guess in guesses.items()
+        }
+        held_up = [
+            c if c is not None and k is not None and same_shape(c, k) else None
+            for c, k in zip(carried, kept, strict=True)
         ]
-        env = _Env(ChainMap(dict(outer)), ChainMap(dict(outer_types)), held, oracle, depth)
-        for _ in range(6):
-            ends, kept = _body_elements(body, j, guess, carried, env)
-            after = _merge(guess, ends) if ends is not None else None
-            if after is None:
-                break
-            held_up = [
-                c if c is not None and k is not None and same_shape(c, k) else None
-                for c, k in zip(carried, kept, strict=True)
-            ]
-            same = after is guess or (
-                after is not _EMPTY and guess is not _EMPTY and _alike(after, guess)
-            )
-            if same and held_up == carried:
+        if held_up == carried and all(_same(after[j], guesses[j]) for j in guesses):
+            for j, guess in guesses.items():
                 if guess is not _EMPTY and guess is not None:
                     found[node.outputs[j]] = guess
-                    if record is not None:  # (what the body computes, the list so)
-                        _body_elements(body, j, guess, carried, env, record)
-                break
-            guess, carried = after, held_up
+            if record is not None and found:  # (what the body computes, the lists so)
+                _body_elements(body, guesses, carried, env, record)
+                _carried_tensors(node, carried, env, record)
+            break
+        guesses, carried = after, held_up
     return found
+
+
+def _carried_tensors(
+    node: ir.Node, carried: list[ir.Shape | None], env: _Env, record: BodyFacts
+) -> None:
+    """The final values of the tensors a loop carries whose shape the induction proved
+    (``carried``: what held at every iteration, the lists' elements assumed with it)."""
+    for k, shape in enumerate(carried):
+        initial = node.inputs[2 + k]
+        if shape is None or initial is None or k >= len(node.outputs):
+            continue
+        type_ = env.type(initial)
+        if isinstance(type_, ir.TensorType):
+            record.setdefault(node.outputs[k], (type_, shape))
 
 
 @dataclass
@@ -213,22 +237,22 @@ class _Env:
 
 def _body_elements(
     body: ir.Graph,
-    j: int,
-    guess: Elements,
+    guesses: Mapping[int, Elements],
     carried: list[ir.Shape | None],
     around: _Env,
     record: BodyFacts | None = None,
-) -> tuple[Elements, list[ir.Shape | None]]:
-    """The element shape of the list a Loop's ``body`` gives back as carried value ``j``, its
-    list coming in with elements of shape ``guess`` and its carried tensors of the shapes
-    ``carried``: None where it cannot be told; and the shapes of the carried values it gives
-    back (the tensors'). ``record`` gets the shapes of the body's own tensors."""
+) -> tuple[dict[int, Elements], list[ir.Shape | None]]:
+    """The element shapes of the lists a Loop's ``body`` gives back (by carried value index:
+    None where it cannot be told), its lists coming in with elements of the shapes
+    ``guesses`` (a list not there: not known) and its carried tensors of the shapes
+    ``carried``; and the shapes of the carried values it gives back (the tensors').
+    ``record`` gets the shapes of the body's own tensors."""
     env = around.child()
     env.shapes[body.inputs[0]] = ir.Shape([])
     env.shapes[body.inputs[1]] = ir.Shape([])
     for k, value in enumerate(body.inputs[2:]):
         if isinstance(value.type, ir.SequenceType):
-            env.elements[value] = guess if k == j else None
+            env.elements[value] = guesses.get(k)
         else:  # (as assumed: the caller checks that the body keeps it)
             env.shapes[value] = carried[k] if k < len(carried) else None
     _step(body, env)
@@ -241,9 +265,11 @@ def _body_elements(
                     record[out] = (type_, found)
     kept = [env.shape(v) for v in body.outputs[1 : 1 + len(carried)]]
     kept += [None] * (len(carried) - len(kept))
-    if j + 1 >= len(body.outputs):
-        return None, kept
-    return env.elements.get(body.outputs[1 + j]), kept
+    ends = {
+        j: env.elements.get(body.outputs[1 + j]) if j + 1 < len(body.outputs) else None
+        for j in guesses
+    }
+    return ends, kept
 
 
 def _step(nodes: Iterable[ir.Node], env: _Env) -> None:
