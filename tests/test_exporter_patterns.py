@@ -365,3 +365,53 @@ def test_a_step_output_whose_shape_hangs_on_a_list_of_states_is_a_scan_output() 
     x = np.random.default_rng(1).standard_normal((2, 4)).astype(np.float32)
     for n in (1, 3):
         _same(model, optimized, {"x": x, "n": np.array(n, dtype=np.int64)})
+
+
+COUNTS_AND_BOXES = """<ir_version: 8, opset_import: ["" : 17]>
+g (float[B,N,4] boxes, float[B,N] scores) => (float[M,4] kept, int64[B] counts) {
+    t = Constant<value = bool {1}>()
+    dims = Shape(scores)
+    zero = Constant<value = int64 {0}>()
+    b = Gather<axis = 0>(dims, zero)
+    none = SequenceEmpty<dtype = 1>()
+    nothing = SequenceEmpty<dtype = 7>()
+    all_boxes, all_counts = Loop(b, t, none, nothing) <body = step (int64 i, bool c,
+            seq(float) acc, seq(int64) cnt) => (bool c2, seq(float) acc2, seq(int64) cnt2) {
+        c2 = Identity(c)
+        row = Gather<axis = 0>(scores, i)
+        half = Constant<value = float {0.5}>()
+        keep = Greater(row, half)
+        where = NonZero(keep)
+        flat = Constant<value = int64[1] {-1}>()
+        picks = Reshape(where, flat)
+        image = Gather<axis = 0>(boxes, i)
+        chosen = Gather<axis = 0>(image, picks)
+        acc2 = SequenceInsert(acc, chosen)
+        found = Shape(picks)
+        count = Squeeze(found)
+        cnt2 = SequenceInsert(cnt, count)
+    }>
+    kept = ConcatFromSequence<axis = 0>(all_boxes)
+    counts = ConcatFromSequence<axis = 0, new_axis = 1>(all_counts)
+}"""
+
+
+def test_a_loop_carrying_two_lists_loses_both_in_one_run() -> None:
+    """A detector's per-image postprocessing: the boxes kept per image (as many as pass the
+    threshold: ragged) and their count (a scalar per image). The counts become a scan
+    output; the rebuilt loop goes to every way again, and the boxes become a running
+    concatenation in the same run (they were left, "not statically known", until a second
+    run)."""
+    model = onnx.parser.parse_model(COUNTS_AND_BOXES)
+    report = seqpasses.Report()
+    optimized = seqpasses.optimize(model, report=report)
+    assert sequence_op_count(optimized) == 0, [(r.op_type, r.detail) for r in report.left]
+    rules = {r.rule for r in report.rewrites}
+    assert {"loop-append-to-scan-output", "loop-running-concat"} <= rules
+    rng = np.random.default_rng(2)
+    for b in (1, 3):
+        feeds = {
+            "boxes": rng.standard_normal((b, 5, 4)).astype(np.float32),
+            "scores": rng.random((b, 5)).astype(np.float32),
+        }
+        _same(model, optimized, feeds)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
 from onnx.reference import ReferenceEvaluator
 
@@ -244,3 +245,48 @@ def test_lists_a_loop_carries_are_proven_together() -> None:
     feeds = {"x": np.ones((2, 4), np.float32), "n": np.array(3, np.int64)}
     y, last = ReferenceEvaluator(model).run(None, feeds)
     assert y.shape == (2, 3, 8) and last.shape == (2, 4)
+
+
+def test_a_scan_output_onnx_gives_a_rank_keeps_the_rank_induction_proves() -> None:
+    """tf2onnx's ``map_fn`` writes each row's length as a scan output of its while loop: a
+    scalar per iteration, so a vector. onnx's claim of what a loop gives is not taken (it
+    is the initial value's shape for what a body carries); what induction proves of the
+    scan output is, and it was not made where onnx had claimed something."""
+    model = onnx.load(SAMPLES / "tf2onnx" / "tf_ragged_boolean_mask.onnx")
+    facts = seqpasses.shape_facts(model)
+    assert facts["map/while_loop:3"].shape == (None,)
+    feeds = {"x": np.ones((3, 4), np.float32)}
+    model.graph.output.append(onnx.helper.make_empty_tensor_value_info("map/while_loop:3"))
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    assert session.run(None, feeds)[-1].shape == (3,)  # (onnx.reference's Loop: (3, 1))
+
+
+GROWING = """<ir_version: 8, opset_import: ["" : 18]>
+g (float[B,3] x, int64 n) => (float[?,?] y, float[?,?,?] z) {
+    t = Constant<value = bool {1}>()
+    zero = Constant<value = int64[1] {0}>()
+    three = Constant<value = int64[1] {3}>()
+    dims = Concat<axis = 0>(zero, three)
+    e = ConstantOfShape<value = float[1] {0}>(dims)
+    y, z = Loop(n, t, e) <body = step (int64 i, bool c, float[?,?] acc) => (bool c2,
+            float[?,?] acc2, float[?,?] seen) {
+        c2 = Identity(c)
+        acc2 = Concat<axis = 0>(acc, x)
+        seen = ReduceSum<keepdims = 1>(acc2, zero)
+    }>
+}"""
+
+
+def test_a_carried_tensor_that_grows_keeps_its_rank_and_the_dims_that_hold() -> None:
+    """A running concatenation carried by a Loop grows each iteration: its first dim is
+    open, its rank and last dim hold at every iteration (induction widens the assumption
+    instead of dropping it), and what the body computes from it is known: a sum of its rows,
+    stacked, is [n, 1, 3]."""
+    model = onnx.parser.parse_model(GROWING)
+    facts = seqpasses.shape_facts(model)
+    assert facts["y"].shape == (None, 3)
+    assert facts["z"].shape == (None, 1, 3)
+    feeds = {"x": np.ones((2, 3), np.float32), "n": np.array(3, np.int64)}
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    y, z = session.run(None, feeds)
+    assert y.shape == (6, 3) and z.shape == (3, 1, 3)

@@ -31,11 +31,14 @@ S = TypeVar("S")
 
 @dataclass(frozen=True)
 class Drive(Generic[S]):
-    """Where a drive is: what its entry worked out once (``given``) and the names of the
-    patterns that changed the node so far."""
+    """Where a drive is: what its entry worked out once (``given``), the names of the
+    patterns that changed the node so far, and how ``given`` is worked out for another node
+    (``refresh``: a pattern that rebuilds the node hands it to every pattern again, from
+    the first, as what it now is; without it, to the patterns after its own)."""
 
     given: S
     changed: frozenset[str] = frozenset()
+    refresh: Callable[[ir.Node], S] | None = None
 
 
 @dataclass(frozen=True)
@@ -55,15 +58,22 @@ def drive(
     start: int = 0,
 ) -> Proposal:
     """The proposal of the first of ``patterns`` (from ``start``) whose case ``node`` is, with
-    every :class:`Next` it ends in leading to the patterns after it; none: :class:`Leave`."""
+    every :class:`Next` it ends in leading to the patterns after it (a rebuilt node, with
+    ``state.refresh``: to all of them again); none: :class:`Leave`."""
     for index in range(start, len(patterns)):
         pattern = patterns[index]
         proposal = pattern.run(ctx, node, scope, state)
         if proposal is None:
             continue
 
-        def go(passed: Next, index: int = index, name: str = pattern.name) -> Proposal:
+        def go(
+            passed: Next, index: int = index, name: str = pattern.name, node: ir.Node = node
+        ) -> Proposal:
             learned = replace(state, changed=state.changed | {name}) if passed.changed else state
+            if passed.changed and passed.node is not node and state.refresh is not None:
+                # (a rebuilt node: what the patterns before may now do with it, they do)
+                fresh = replace(learned, given=state.refresh(passed.node))
+                return drive(ctx, passed.node, scope, patterns, fresh)
             return drive(ctx, passed.node, scope, patterns, learned, index + 1)
 
         if isinstance(proposal, Next) and _bare(proposal):  # (nothing to write first)

@@ -142,15 +142,7 @@ def _left(ctx: Context, node: ir.Node, scope: Scope, at: _Drive) -> Proposal:
     """The loop stays, with the shapes induction proves (a lifted loop whose list a run-time
     read after it keeps from being a scan output is handled: its reads were rewritten)."""
     declare = scan_shapes(ctx, scope, node, _body(node))
-    return Fold(declare=declare) if "lift" in at.changed else Leave(declare=declare)
-
-
-def _again(ctx: Context, node: ir.Node, scope: Scope, at: _Drive) -> Proposal | None:
-    """The loop the elements pattern rebuilt, given to every pattern from the first (its
-    reads of the lists it carried are gone, and what it appends may now be proven)."""
-    if "elements" not in at.changed:
-        return None
-    return _loop(ctx, node, scope)
+    return Fold(declare=declare) if at.changed else Leave(declare=declare)
 
 
 PATTERNS: tuple[Pattern[_Given], ...] = (
@@ -163,8 +155,6 @@ PATTERNS: tuple[Pattern[_Given], ...] = (
     Pattern("running", _in_group(Group.LOOP_SCAN, running.running_concats)),
     # lists of one length edited at known positions: carried as their elements
     Pattern("elements", _in_group(Group.LOOP_SCAN, elements.carry_elements)),
-    # a loop whose lists are now its elements: driven again, as the loop it now is
-    Pattern("again", _again),
     # lists read or edited at run-time positions: carried as one tensor
     Pattern("stacked", _in_group(Group.STACKED, carry.carry_stacked)),
     Pattern("left", _left),
@@ -176,7 +166,14 @@ def _loop(ctx: Context, node: ir.Node, scope: Scope) -> Proposal:
     body_attr = node.attributes.get("body")
     if body_attr is None or body_attr.type != ir.AttributeType.GRAPH:
         return Leave()
-    body = body_attr.as_graph()
+    state = Drive(_given(ctx, node), refresh=lambda rebuilt: _given(ctx, rebuilt))
+    return drive(ctx, node, scope, PATTERNS, state)
+
+
+def _given(ctx: Context, node: ir.Node) -> _Given:
+    """What the patterns are given of ``node`` (the Loop, or one a pattern rebuilt: each
+    rebuild hands the new Loop to every pattern again, a list it turned gone)."""
+    body = _body(node)
     carried = len(node.inputs) - 2
     appends = {
         found.insert for j in range(carried) if (found := append_pattern(ctx, body, j)) is not None
@@ -187,7 +184,7 @@ def _loop(ctx: Context, node: ir.Node, scope: Scope) -> Proposal:
         if n.op_type in SEQUENCE_OPS and is_default(n) and n not in appends
     )
     starts_static = any(ctx.facts.static(v) is not None for v in node.inputs[2:])
-    return drive(ctx, node, scope, PATTERNS, Drive(_Given(body, reads, starts_static)))
+    return _Given(body, reads, starts_static)
 
 
 def _loop_shapes(ctx: Context, node: ir.Node, scope: Scope) -> Proposal:
@@ -218,12 +215,15 @@ def _loop_shapes(ctx: Context, node: ir.Node, scope: Scope) -> Proposal:
                 declare[out] = (out_type, fill_shape(out_shape, shape, numbers_win=True))
     if scope.path != "main":
         return Leave(declare=declare)
+    scans: dict[ir.Value, Declared] = {}
     with suppress(Exception):  # (what induction cannot follow stays unknown)
-        declare.update(scan_shapes(ctx, scope, node, body))
+        scans = scan_shapes(ctx, scope, node, body)
+    declare.update(scans)
     proven = _proven_lists(ctx, node, scope, body)
     declare.update(proven)
     kept = [v for v in declare if v.graph is body and v not in proven]  # (carried tensors)
-    proven_all = [*proven, *kept]
+    stacked = [v for v in node.outputs[len(node.inputs) - 2 :] if v in scans and v not in proven]
+    proven_all = [*proven, *kept, *stacked]  # (stacked: the scan outputs, onnx's claim aside)
     return Leave(declare=declare, learned=Learned(proven=proven_all) if proven_all else None)
 
 

@@ -3,7 +3,8 @@
 TorchScript declares guesses for the shapes inside loop bodies (often of the first iteration
 only), so they are not trusted: each carried tensor is assumed to keep its initial shape, the
 body is inferred afresh under that assumption, and every assumption its own outputs do not
-reproduce is dropped, until the assumptions hold (:func:`induction`).
+reproduce is widened (the dims that differ left open, the rank kept where it holds) or
+dropped, until the assumptions hold (:func:`induction`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 import onnx_ir as ir
 
-from seqpasses.core.dims import contradicts, fill_shape, same_shape
+from seqpasses.core.dims import contradicts, fill_shape, same_dim, same_shape
 from seqpasses.core.shapes import TypeAndShape
 from seqpasses.transfer.common import stable
 from seqpasses.walk.context import Context, Scope
@@ -70,7 +71,8 @@ def _body_shapes(
         for out, (type_, shape) in zip(node.outputs, inferred, strict=True):
             # what seqpasses proved itself (an inner loop's scan output) is kept
             proven = out in ctx.facts.proven and shape is None
-            known[out] = (out.type, out.shape) if proven else (type_, shape)
+            # (a declared type holds where a declared shape may not: an inner loop's list)
+            known[out] = (out.type, out.shape) if proven else (type_ or out.type, shape)
     return known
 
 
@@ -90,19 +92,55 @@ def induction(
             carried.append(None)
             continue
         type_, shape = scope.shapes.known(initial)
-        usable = isinstance(type_, ir.TensorType) and stable(ctx, shape)
-        carried.append((type_, shape) if usable else None)
+        usable = isinstance(type_, ir.TensorType) and shape is not None
+        carried.append((type_, _steady(ctx, shape)) if usable and shape is not None else None)
     while True:
         known = _body_shapes(ctx, scope, body, carried)
-        broken = [
-            j
-            for j, given in enumerate(carried)
-            if given is not None and not same(known.get(body.outputs[1 + j]), given)
-        ]
-        if not broken:
+        moved = False
+        for j, given in enumerate(carried):
+            if given is None:
+                continue
+            found = known.get(body.outputs[1 + j])
+            if same(found, given):
+                continue
+            wider = _widened(given, found)
+            if wider is not None and _settled(given, wider):
+                continue  # (what was assumed open came back open)
+            carried[j] = wider
+            moved = True
+        if not moved:
             return known, carried
-        for j in broken:
-            carried[j] = None
+
+
+def _steady(ctx: Context, shape: ir.Shape) -> ir.Shape:
+    """``shape`` as an assumption that can hold at every iteration: a dim that is not the
+    same wherever it is met (a name only onnx's inference gave) is open."""
+    return ir.Shape([d if stable(ctx, ir.Shape([d])) else ir.SymbolicDim(None) for d in shape])
+
+
+def _widened(given: TypeAndShape, found: TypeAndShape | None) -> TypeAndShape | None:
+    """What a carried tensor assumed ``given`` can be assumed after the body gave ``found``:
+    its dims where both agree, open where they differ (a value that grows keeps its rank);
+    None where the type, the rank or the shape is not known."""
+    if found is None or found[0] != given[0] or given[1] is None or found[1] is None:
+        return None
+    if len(given[1]) != len(found[1]):
+        return None
+    pairs = zip(given[1], found[1], strict=True)
+    dims = [g if same_dim(g, f) else ir.SymbolicDim(None) for g, f in pairs]
+    return given[0], ir.Shape(dims)
+
+
+def _settled(given: TypeAndShape, wider: TypeAndShape) -> bool:
+    """Whether widening changed nothing: every dim the same, or open in both."""
+    assert given[1] is not None and wider[1] is not None
+    return all(
+        same_dim(a, b) or (_open(a) and _open(b)) for a, b in zip(given[1], wider[1], strict=True)
+    )
+
+
+def _open(dim: object) -> bool:
+    return isinstance(dim, ir.SymbolicDim) and dim.value is None
 
 
 def proven_in(
@@ -252,25 +290,31 @@ def declared_ones(value: ir.Value) -> tuple[int, ...] | None:
 def scan_shapes(
     ctx: Context, scope: Scope, node: ir.Node, body: ir.Graph
 ) -> dict[ir.Value, Declared]:
-    """What a Loop's carried tensors and its scan outputs with no declared shape are declared:
-    what induction proves, so that what reads them (a split of the stacked values, say) can
-    be lowered."""
+    """What a Loop's carried tensors and its scan outputs are declared: what induction proves
+    (with what a declaration adds where the proof leaves a dim open), so that what reads them
+    (a split of the stacked values, say) can be lowered."""
     known, proven = induction(ctx, scope, node, body)
     found = carried_shapes(node, proven)
     carried = len(node.inputs) - 2
     runs = iterations(ctx, scope, node, body)
     for index, value in enumerate(body.outputs[1 + carried :]):
         out = node.outputs[carried + index] if carried + index < len(node.outputs) else None
-        if out is None or out.shape is not None:
+        if out is None:
             continue
         if value.graph is body:
             type_, shape = known.get(value, (None, None))
         else:  # an outer value, the same every iteration
             type_, shape = scope.shapes.known(value)
-        if not stable(ctx, shape):
+        if shape is None:
             continue
-        assert shape is not None
-        stacked = ir.Shape([ir.SymbolicDim(None) if runs is None else runs, *shape])
+        stacked = ir.Shape([ir.SymbolicDim(None) if runs is None else runs, *_steady(ctx, shape)])
+        if contradicts(out.shape, stacked):
+            continue  # (a declaration at odds with the proof: left to the declaration repair)
+        if out.shape is not None and len(out.shape) == len(stacked):
+            # (a number declared where the proof leaves a dim open: the model's, or onnx's)
+            stacked = ir.Shape(
+                [d if isinstance(d, int) else p for p, d in zip(stacked, out.shape, strict=True)]
+            )
         found[out] = (out.type or value.type or type_, stacked)
     return found
 

@@ -37,7 +37,6 @@ from seqpasses.transfer.loops.induction import (
 from seqpasses.walk.context import Context, Scope
 from seqpasses.walk.outcomes import (
     BodyForm,
-    Fold,
     Learned,
     Made,
     Next,
@@ -353,8 +352,8 @@ def scan_outputs(
 ) -> Proposal:
     """Turn every list the loop appends to into a scan output (several lists: one by one,
     from carried value ``start``; ``more``: one was turned already); for a list that starts
-    static and cannot, say why in the Loop's reasons. None turned: the loop goes on to the
-    next patterns (:class:`Next`); one turned: it is done."""
+    static and cannot, say why in the Loop's reasons. The loop goes on (:class:`Next`): none
+    turned, to the next patterns; one turned, rebuilt, to them all again."""
     refused: list[tuple[ir.Node, str, str]] = []
     j = start
     while j < len(node.inputs) - 2:
@@ -372,4 +371,5 @@ def scan_outputs(
 
         return _apply(ctx, node, scope, body, j, found, refused, following)
     said = Said(refused=refused)
-    return Fold(said=said) if more else Next(node=node, said=said)
+    # (one turned: the rebuilt loop goes to every pattern again, for the lists left)
+    return Next(node=node, said=said, changed=more)
