@@ -28,9 +28,12 @@ import onnx
 import torch
 from torch import Tensor, nn
 from torch_real_exports import (
+    AnchorsPerImage,
     CifPredictor,
     ConvFrames,
+    DetectionPostprocess,
     EmbeddingBagSum,
+    GreedyDecode,
     RepeatInterleave,
     VocoderSampling,
 )
@@ -673,6 +676,36 @@ def _cases() -> list[Case]:
             False,
             {"mels": {0: "b", 1: "t"}},
             ((rand(1, 1, 4),), (rand(3, 8, 4),)),
+        ),
+        Case(
+            "detection_postprocess",
+            DetectionPostprocess,
+            (rand(2, 6, 4), torch.rand(2, 6, generator=g)),
+            ["boxes", "scores"],
+            False,
+            {"boxes": {0: "b", 1: "n"}, "scores": {0: "b", 1: "n"}},
+            (
+                (rand(1, 3, 4), torch.rand(1, 3, generator=g)),
+                (rand(4, 9, 4), torch.rand(4, 9, generator=g)),
+            ),
+        ),
+        Case(
+            "greedy_decode",
+            GreedyDecode,
+            (rand(2, 8),),
+            ["h"],
+            False,
+            {"h": {0: "b"}},
+            ((rand(1, 8),), (rand(4, 8),)),
+        ),
+        Case(
+            "anchors_per_image",
+            AnchorsPerImage,
+            (rand(2, 3, 4, 5), rand(2, 3, 2, 3)),
+            ["p3", "p4"],
+            False,
+            {"p3": {0: "b", 2: "h3", 3: "w3"}, "p4": {0: "b", 2: "h4", 3: "w4"}},
+            ((rand(1, 3, 1, 1), rand(1, 3, 1, 2)), (rand(3, 3, 6, 2), rand(3, 3, 3, 1))),
         ),
     ]
 

@@ -150,3 +150,65 @@ class SampledSteps(nn.Module):
         for _ in range(3):
             draws.append(torch.multinomial(probs, 1))
         return torch.cat(draws, 1), probs
+
+
+class DetectionPostprocess(nn.Module):
+    """A detector's per-image postprocessing: the boxes whose score passes a threshold (a
+    count the data decides) and that count, each collected in a list over the images."""
+
+    def forward(self, boxes: Tensor, scores: Tensor) -> tuple[Tensor, Tensor]:
+        kept: list[Tensor] = []
+        counts: list[Tensor] = []
+        for i in range(boxes.size(0)):
+            chosen = boxes[i][scores[i] > 0.5]
+            kept.append(chosen)
+            counts.append(torch.tensor(chosen.size(0)))
+        return torch.cat(kept, 0), torch.stack(counts)
+
+
+class GreedyDecode(nn.Module):
+    """Greedy decoding to a fixed length: ``while len(tokens) < max_len``, each step reads
+    ``tokens[-1]`` and appends the argmax (the loop's condition is the list's length)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.embed = nn.Embedding(10, 8)
+        self.cell = nn.Linear(16, 8)
+        self.project = nn.Linear(8, 10)
+        self.max_len = 5
+
+    def forward(self, h: Tensor) -> tuple[Tensor, Tensor]:
+        tokens: list[Tensor] = [torch.zeros(h.size(0), dtype=torch.long)]
+        logits: list[Tensor] = []
+        while len(tokens) < self.max_len:
+            h = torch.tanh(self.cell(torch.cat([self.embed(tokens[-1]), h], 1)))
+            step = self.project(h)
+            logits.append(step)
+            tokens.append(step.argmax(-1))
+        return torch.stack(tokens, 1), torch.stack(logits, 1)
+
+
+class AnchorsPerImage(nn.Module):
+    """torchvision's anchor generator: a grid of anchors per feature level (``arange`` over
+    its height and width), then per image a list over the levels, concatenated, and the
+    images stacked."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sizes = [8.0, 16.0]
+
+    def forward(self, p3: Tensor, p4: Tensor) -> Tensor:
+        levels: list[Tensor] = []
+        for i, feature in enumerate([p3, p4]):
+            ys = torch.arange(feature.size(2), dtype=torch.float32) * self.sizes[i]
+            xs = torch.arange(feature.size(3), dtype=torch.float32) * self.sizes[i]
+            gy, gx = torch.meshgrid(ys, xs, indexing="ij")
+            levels.append(torch.stack([gx.reshape(-1), gy.reshape(-1)], 1))
+        anchors: list[Tensor] = []
+        for b in range(p3.size(0)):
+            shifted: list[Tensor] = []
+            for grid in levels:
+                shifted.append(grid + p3[b, 0, 0, 0])
+            anchors.append(torch.cat(shifted, 0))
+        return torch.stack(anchors, 0)

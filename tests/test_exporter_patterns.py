@@ -415,3 +415,119 @@ def test_a_loop_carrying_two_lists_loses_both_in_one_run() -> None:
             "scores": rng.random((b, 5)).astype(np.float32),
         }
         _same(model, optimized, feeds)
+
+
+WHILE_SHORTER = """<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] x) => (float[?,2] y, int64 n) {
+    s = SequenceConstruct(%(start)s)
+    most = Constant<value = int64 {%(most)d}>()
+    k = Constant<value = int64 {%(k)d}>()
+    n0 = SequenceLength(s)
+    go = %(go)s
+    sl = Loop(most, go, s) <body = b (int64 i, bool c, seq(float[2]) si) => (bool co,
+            seq(float[2]) so) {
+        last = Constant<value = int64 {-1}>()
+        e = SequenceAt(si, last)
+        two = Constant<value = float {2.0}>()
+        d = Mul(e, two)
+        so = SequenceInsert(si, d)
+        len = SequenceLength(so)
+        co = Less(len, k)
+    }>
+    y = ConcatFromSequence<axis = 0, new_axis = 1>(sl)
+    n = SequenceLength(sl)
+}"""
+
+
+@pytest.mark.parametrize(
+    ("start", "most", "k", "go", "runs"),
+    [
+        ("x", 9223372036854775807, 5, "Less(n0, k)", 4),  # len 1 -> 5
+        ("x, x", 9223372036854775807, 5, "Less(n0, k)", 3),  # len 2 -> 5
+        ("x", 2, 5, "Less(n0, k)", 2),  # the trip count stops it first
+        ("x, x", 9223372036854775807, 2, "Less(n0, k)", 0),  # not shorter: no iteration
+        ("x, x", 9223372036854775807, 2, "Constant<value = bool {1}>()", 1),  # runs once
+    ],
+)
+def test_a_while_loop_bounded_by_its_lists_length_runs_as_often_as_that_says(
+    start: str, most: int, k: int, go: str, runs: int
+) -> None:
+    """TorchScript's ``while len(tokens) < k:`` (a greedy decoder): the loop's condition is
+    the length of the list it grows by one each iteration, so it runs ``k`` minus the
+    list's initial length times (at least once when it starts with a true condition; no
+    more than its trip count): unrolled that many times, its lists folded. No iteration:
+    left as it is."""
+    text = WHILE_SHORTER % {"start": start, "most": most, "k": k, "go": go}
+    model = onnx.parser.parse_model(text)
+    report = seqpasses.Report()
+    optimized = seqpasses.optimize(model, report=report)
+    feeds = {"x": np.array([1.0, 3.0], np.float32)}
+    _same(model, optimized, feeds)
+    length = ort.InferenceSession(model.SerializeToString()).run(None, feeds)[1]
+    assert int(length) == start.count("x") + runs
+    if runs:
+        assert sequence_op_count(optimized) == 0, [(r.op_type, r.detail) for r in report.left]
+        assert "Loop" not in op_counts(optimized)
+    else:
+        assert "Loop" in op_counts(optimized)
+
+
+ANCHORS = """<ir_version: 8, opset_import: ["" : 17]>
+g (float[B,C,H,W] p3, float[B,C,U,V] p4) => (float[?,?,2] y) {
+    s3 = Shape(p3)
+    s4 = Shape(p4)
+    two = Constant<value = int64 {2}>()
+    three = Constant<value = int64 {3}>()
+    h = Gather<axis = 0>(s3, two)
+    w = Gather<axis = 0>(s3, three)
+    u = Gather<axis = 0>(s4, two)
+    v = Gather<axis = 0>(s4, three)
+    zero = Constant<value = int64 {0}>()
+    one = Constant<value = int64 {1}>()
+    hw = Mul(h, w)
+    uv = Mul(u, v)
+    n3 = Range(zero, hw, one)
+    n4 = Range(zero, uv, one)
+    f3 = Cast<to = 1>(n3)
+    f4 = Cast<to = 1>(n4)
+    ax = Constant<value = int64[1] {1}>()
+    c3 = Unsqueeze(f3, ax)
+    c4 = Unsqueeze(f4, ax)
+    a3 = Concat<axis = 1>(c3, c3)
+    a4 = Concat<axis = 1>(c4, c4)
+    b = Gather<axis = 0>(s3, zero)
+    t = Constant<value = bool {1}>()
+    none = SequenceEmpty<dtype = 1>()
+    out = Loop(b, t, none) <body = step (int64 i, bool c, seq(float) acc) => (bool c2,
+            seq(float) acc2) {
+        c2 = Identity(c)
+        image = Gather<axis = 0>(p3, i)
+        flat = Constant<value = int64[1] {-1}>()
+        all = Reshape(image, flat)
+        first = Gather<axis = 0>(all, zero)
+        l3 = Add(a3, first)
+        l4 = Add(a4, first)
+        row = Concat<axis = 0>(l3, l4)
+        acc2 = SequenceInsert(acc, row)
+    }>
+    y = ConcatFromSequence<axis = 0, new_axis = 1>(out)
+}"""
+
+
+def test_a_row_whose_length_is_arithmetic_on_input_dims_is_a_scan_output() -> None:
+    """torchvision's anchors per image: grid anchors of each level (``arange`` over a
+    feature map's height and width) shifted per image and concatenated: every image's row is
+    ``[H*W+U*V, 2]``, a size the inputs decide, the same at every iteration (it was not
+    proven: only numbers and the inputs' own dim names were)."""
+    model = onnx.parser.parse_model(ANCHORS)
+    report = seqpasses.Report()
+    optimized = seqpasses.optimize(model, report=report)
+    assert sequence_op_count(optimized) == 0, [(r.op_type, r.detail) for r in report.left]
+    assert "loop-append-to-scan-output" in {r.rule for r in report.rewrites}
+    rng = np.random.default_rng(3)
+    for b, h, w, u, v in ((2, 3, 4, 2, 2), (1, 1, 1, 1, 1), (3, 2, 5, 1, 3)):
+        feeds = {
+            "p3": rng.standard_normal((b, 2, h, w)).astype(np.float32),
+            "p4": rng.standard_normal((b, 2, u, v)).astype(np.float32),
+        }
+        _same(model, optimized, feeds)

@@ -290,3 +290,22 @@ def test_a_carried_tensor_that_grows_keeps_its_rank_and_the_dims_that_hold() -> 
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     y, z = session.run(None, feeds)
     assert y.shape == (6, 3) and z.shape == (3, 1, 3)
+
+
+def test_a_count_an_exporter_traced_is_not_claimed() -> None:
+    """A detector's boxes, concatenated after a loop over the images: TorchScript declares
+    the output ``[3, 4]``, as many boxes as passed the threshold in its sample run. The
+    concatenation's axis grows with a run-time count: ``shapes`` claims the 4, not the 3
+    (other stored inputs give other counts)."""
+    path = SAMPLES / "torch" / "ts_detection_postprocess.onnx"
+    model = onnx.load(path)
+    declared = [d.dim_value for d in model.graph.output[0].type.tensor_type.shape.dim]
+    assert declared == [3, 4]
+    facts = seqpasses.shape_facts(model)
+    assert facts[model.graph.output[0].name].shape == (None, 4)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    rows = {
+        session.run(None, {k: np.asarray(v) for k, v in feeds.items()})[0].shape[0]
+        for feeds in seqpasses.load_inputs(path.with_suffix(".npz"))
+    }
+    assert rows - {3}, rows

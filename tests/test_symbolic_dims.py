@@ -2,7 +2,8 @@
 inference leaves them unknown: a convolution's or pooling window's spatial dims
 (``floor((H-1)/2)+1``), a transposed convolution's (``2*H+1``), a concatenation's axis
 (``M+N``), a slice to a named end (``min(N,128)``, ``floor(N/2)``) and what broadcasts with
-it, a reshape to a product (``B*N``, ``4*N``), and a graph output an exporter declared with
+it, a reshape to a product (``B*N``, ``4*N``), a range to a name
+(``N``, ``N+2``), and a graph output an exporter declared with
 made-up names (``Relu_dim_0``). Each written expression is checked on ONNX Runtime runs at several sizes: evaluated with
 the sizes the inputs were given, it is the size every value has."""
 
@@ -104,6 +105,30 @@ _SIZES = {
 }
 
 
+RANGE = (
+    HEADER
+    + """
+g (float[B,N] x) => (int64[?] a, int64[?] b, int64[?] c, int64[?] d, float[?] e) {
+  s = Shape (x)
+  one = Constant <value = int64 {1}> ()
+  n = Gather <axis = 0> (s, one)
+  zero = Constant <value = int64 {0}> ()
+  a = Range (zero, n, one)
+  minus2 = Constant <value = int64 {-2}> ()
+  b = Range (minus2, n, one)
+  c = Range (one, n, one)
+  two = Constant <value = int64 {2}> ()
+  d = Range (zero, n, two)
+  nf = Cast <to = 1> (n)
+  zf = Constant <value = float {0}> ()
+  of = Constant <value = float {1}> ()
+  e = Range (zf, nf, of)
+}
+"""
+)
+_SIZES["range"] = [{"B": 2, "N": 5}, {"B": 1, "N": 1}, {"B": 1, "N": 0}]
+
+
 def _evaluate(expression: str, sizes: dict[str, int]) -> int:
     """The size an expression seqpasses writes stands for, the names bound to ``sizes``."""
     python = re.sub(r"\bceil\(", "_ceil(", re.sub(r"\bfloor\(", "_floor(", expression))
@@ -147,6 +172,8 @@ def _feeds(case: str, sizes: dict[str, int]) -> dict[str, np.ndarray]:
         shapes = {"x": (n, 3, h, w), "w": (8, 3, 3, 3), "w8": (8, 8, 3, 3), "wt": (8, 8, 2, 2)}
     elif case == "reshape":
         shapes = {"x": (sizes["B"], sizes["N"], 16)}
+    elif case == "range":
+        shapes = {"x": (sizes["B"], sizes["N"])}
     else:
         b, n, m = sizes["B"], sizes["N"], sizes["M"]
         shapes = {"x": (b, n, 16), "y": (b, m, 16), "pos": (1, 128, 16)}
@@ -191,6 +218,13 @@ def _feeds(case: str, sizes: dict[str, int]) -> dict[str, np.ndarray]:
                 # a graph output an exporter declared with made-up names gets the inputs'
                 "r": ["B", "N", 16],
             },
+        ),
+        (
+            # arange(n) (torchvision's anchor grids): a length a name gives, from a start at
+            # or below 0 by steps of 1; none claimed where it could be below 0 or is a ratio
+            "range",
+            RANGE,
+            {"a": ["N"], "b": ["N+2"], "c": [None], "d": [None], "e": ["N"]},
         ),
     ],
 )

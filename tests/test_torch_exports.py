@@ -73,6 +73,11 @@ EXPECTED_REWRITES = {
     # appended from GRU states carried in a list (carried as elements, then a scan output)
     "ts_cif_predictor": "loop-append-to-scan-output",
     "ts_vocoder_sampling": "loop-append-to-scan-output",
+    # a detector's boxes and counts (two lists, one run); a greedy decoder bounded by its
+    # token list's length (unrolled); anchors per image, rows of H*W+U*V (a scan output)
+    "ts_detection_postprocess": "loop-running-concat",
+    "ts_greedy_decode": "loop-unroll",
+    "ts_anchors_per_image": "loop-append-to-scan-output",
 }
 
 

@@ -162,3 +162,29 @@ def test_a_zero_iteration_scan_output_has_the_proven_element_shape() -> None:
     plain = _model("g (float[0,2] x) => (float[0,2] y) {\n  y = Identity(x)\n}", 18)
     flat = (True, {"y": np.zeros((0,), np.float32)})
     assert not zero_trip_scan_outputs(plain, flat, (True, {"y": np.zeros((0, 2), np.float32)}))
+
+
+def test_check_takes_a_zero_iteration_scan_output_as_docs_loops_says() -> None:
+    """``--check`` on inputs that run such a loop zero times: ONNX Runtime gives the
+    original's empty scan output ``(0,)`` and the optimized one's ``(0, 2, 2)``. Both empty,
+    one dtype: the verifier takes it as the documented difference and says so (it failed the
+    check, so a loop that never runs could not be optimized with ``--check``). Any other
+    difference in an empty output still fails it."""
+    model = _model(ZERO_TRIP, 18)
+    optimized = seqpasses.optimize(model)
+    ones = np.ones((2, 2), np.float32)
+    zero = [{"a": ones, "b": ones, "n": np.array(0, np.int64)}]
+    report = seqpasses.verify(model, optimized, inputs=zero)
+    assert report.ok, report.mismatch
+    assert any("a scan output after zero iterations" in note for note in report.notes)
+    # an empty output that is no scan output is held to its shape
+    plain = _model("g (float[N,2] x) => (float[?,?] y) {\n  y = Identity(x)\n}", 18)
+    wrong = _model(
+        "g (float[N,2] x) => (float[?,?] y) {\n"
+        "  s = Constant<value = int64[2] {2, 0}>()\n"
+        "  z = Reshape(x, s)\n"
+        "  y = Identity(z)\n}",
+        18,
+    )
+    report = seqpasses.verify(plain, wrong, inputs=[{"x": np.zeros((0, 2), np.float32)}])
+    assert not report.ok and "shape" in report.mismatch

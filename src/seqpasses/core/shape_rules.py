@@ -9,19 +9,24 @@ are known in part: :mod:`seqpasses.core.slices`). Pure functions of the inputs' 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import onnx_ir as ir
 
 from seqpasses.core.dims import (
     Dim,
+    add_dims,
     cap_of,
+    contradicts,
     divide_dims,
+    fill_shape,
     multiply_dims,
     same_dim,
     scale_dim,
 )
 from seqpasses.core.graph import is_default
 from seqpasses.core.partial import Known
+from seqpasses.core.spatial import concat_dims
 
 __all__ = [
     "BROADCASTING",
@@ -32,6 +37,7 @@ __all__ = [
     "TypeAndShape",
     "broadcast",
     "constant_tensor",
+    "range_shape",
     "sequence_type",
     "vector_shape",
 ]
@@ -225,6 +231,46 @@ def vector_shape(
             ]
         )
     return _reshaped(list(data), dims, bool(node.attributes.get_int("allowzero", 0)))
+
+
+def named_dims(
+    node: ir.Node,
+    inputs: list[TypeAndShape | None],
+    shape: ir.Shape | None,
+    vector: Callable[[int], list[Known] | None],
+) -> ir.Shape | None:
+    """``shape`` (onnx's inference of ``node``) with the dims it leaves unknown named where
+    arithmetic on names gives them: a ``Range``'s length (``arange(n)``), a ``Concat``'s axis
+    (``M+N``); ``vector(k)``: input ``k``'s entries, known in part."""
+    if node.op_type == "Range":
+        return range_shape(shape, [vector(k) for k in range(3)])
+    if node.op_type != "Concat":
+        return shape
+    found = concat_dims(node, [given[1] if given is not None else None for given in inputs])
+    if found is None or contradicts(shape, found):
+        return shape
+    return fill_shape(shape, found) or found
+
+
+def range_shape(shape: ir.Shape | None, entries: list[list[Known] | None]) -> ir.Shape | None:
+    """A ``Range``'s shape where its length is a name (``arange(n)`` of a dim ``n``: ``[n]``;
+    from a start at or below 0 by steps of 1: ``[n+2]``), else ``shape`` as given."""
+    start, limit, delta = (e[0] if e is not None and len(e) == 1 else None for e in entries)
+    if (
+        shape is not None
+        and (len(shape) != 1 or isinstance(shape[0], int) or shape[0].value is not None)
+    ) or not (
+        isinstance(start, int)
+        and not isinstance(start, bool)
+        and start <= 0
+        and isinstance(delta, int)
+        and not isinstance(delta, bool)
+        and delta == 1
+        and isinstance(limit, ir.SymbolicDim)
+        and limit.value is not None
+    ):
+        return shape
+    return ir.Shape([limit if start == 0 else add_dims([limit, -start])])
 
 
 def sequence_type(node: ir.Node, inputs: list[TypeAndShape | None]) -> ir.SequenceType | None:

@@ -34,6 +34,7 @@ from seqpasses.core.shape_rules import (
     TypeAndShape,
     broadcast,
     constant_tensor,
+    named_dims,
     sequence_type,
     vector_shape,
 )
@@ -249,6 +250,9 @@ class ShapeOracle:
                 if type_ is None and node.op_type in COMPARISONS:
                     type_ = ir.TensorType(ir.DataType.BOOL)
                 result[0] = (type_, broadened)
+        if node.op_type in ("Range", "Concat") and len(result) == 1:  # (arange(n), M+N)
+            read = lambda k: self.vector(node, k, inputs, known)  # noqa: E731
+            result[0] = (result[0][0], named_dims(node, inputs, result[0][1], read))
         if node.op_type in SHAPED_BY_VECTOR and len(result) == 1:
             shaped = self.vector_shape(node, inputs, known)
             type_, shape = result[0]

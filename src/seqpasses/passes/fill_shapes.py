@@ -296,6 +296,33 @@ def _split_facts(copy: ir.Model) -> NamedFacts:
     return facts
 
 
+def _traced_outputs(graph: ir.Graph) -> None:
+    """A graph output that concatenates the list a ``Loop`` with a run-time trip count gives
+    keeps no number its exporter declared along the axis the concatenation grows: that
+    number was traced from one sample run (a detector's boxes declared ``[3, 4]``, as many as
+    passed the threshold in the exporter's run)."""
+    for value in graph.outputs:
+        node, shape = value.producer(), value.shape
+        if node is None or node.op_type != "ConcatFromSequence" or shape is None:
+            continue
+        listed = node.inputs[0] if node.inputs else None
+        loop = listed.producer() if listed is not None else None
+        if loop is None or loop.op_type != "Loop":
+            continue
+        trip = loop.inputs[0] if loop.inputs else None
+        if trip is not None and integer_array(trip) is not None:
+            continue  # (a constant trip count: what the exporter declared may be so)
+        rank = len(shape)
+        axis = node.attributes.get_int("axis", 0)
+        if not -rank <= axis < rank:
+            continue
+        axis %= rank
+        if isinstance(shape[axis], int):
+            dims = list(shape)
+            dims[axis] = ir.SymbolicDim(None)
+            value.shape = ir.Shape(dims)
+
+
 def fill_shapes_in_place(
     model: ir.Model,
     *,
@@ -333,6 +360,8 @@ def fill_shapes_in_place(
                     if contradicts(value.shape, shape)
                     else fill_shape(value.shape, shape, numbers_win=True)
                 )
+    if refine and (bodies or not checkable):  # (shapes' paths)
+        _traced_outputs(model.graph)
     inferred = _inferred_skeleton(model)
     claims = _claims(inferred)
     for name in (after if checkable else opaque) - set(facts):

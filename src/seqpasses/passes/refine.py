@@ -12,7 +12,7 @@ import onnx_ir as ir
 from seqpasses.core.constants import constant_array
 from seqpasses.core.dims import claimed_shape, contradicts, fill_shape, unknown
 from seqpasses.core.graph import subgraphs
-from seqpasses.core.shape_rules import BROADCASTING, SHAPED_BY_VECTOR, broadcast
+from seqpasses.core.shape_rules import BROADCASTING, SHAPED_BY_VECTOR, broadcast, range_shape
 from seqpasses.core.shapes import ShapeOracle
 from seqpasses.core.spatial import WINDOWED, concat_dims, windowed_shape
 from seqpasses.transfer.loops.lists import BodyFacts
@@ -103,7 +103,7 @@ def _declared_blank(node: ir.Node) -> bool:
     )
 
 
-_COMPUTED = WINDOWED | BROADCASTING | SHAPED_BY_VECTOR | {"Concat"}
+_COMPUTED = WINDOWED | BROADCASTING | SHAPED_BY_VECTOR | {"Concat", "Range"}
 """Ops whose dims seqpasses computes by its own arithmetic on names, where onnx's inference
 leaves them unknown (:mod:`seqpasses.core.spatial`, numpy's broadcasting)."""
 
@@ -125,6 +125,9 @@ def _computed(
     elif node.op_type in SHAPED_BY_VECTOR:  # (a Reshape to 4*N: its vector read in part)
         inputs = [(v.type, v.shape) if v is not None else None for v in node.inputs]
         new = oracle.vector_shape(node, inputs, None)
+    elif node.op_type == "Range":  # (arange(n): [n])
+        inputs = [(v.type, v.shape) if v is not None else None for v in node.inputs]
+        new = range_shape(None, [oracle.vector(node, k, inputs, None) for k in range(3)])
     else:
         new = broadcast(shapes[:3] if node.op_type == "Where" else shapes)
     if new is None or contradicts(out.shape, new):

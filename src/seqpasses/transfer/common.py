@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Container
+
 import onnx_ir as ir
 
 from seqpasses.core.dims import cap_of, same_shape
@@ -41,9 +44,14 @@ def follows_ort(node: ir.Node, what: str) -> str:
     )
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.:]*")
+_FUNCTIONS = frozenset({"min", "max", "floor", "ceil"})
+
+
 def stable(ctx: Context, shape: ir.Shape | None) -> bool:
-    """Whether ``shape`` is the same wherever it is met: numbers, the inputs' dim names, and
-    such a name capped by a number (:func:`~seqpasses.core.dims.capped`)."""
+    """Whether ``shape`` is the same wherever it is met: numbers, the inputs' dim names, such
+    a name capped by a number (:func:`~seqpasses.core.dims.capped`), and arithmetic on those
+    names alone (``H3*W3+H4*W4``: sizes the inputs decide)."""
     if shape is None:
         return False
     inputs = ctx.facts.input_dims
@@ -52,10 +60,21 @@ def stable(ctx: Context, shape: ir.Shape | None) -> bool:
         or (
             isinstance(d, ir.SymbolicDim)
             and d.value is not None
-            and (d.value in inputs or (cap_of(d) or ("", 0))[0] in inputs)
+            and (
+                d.value in inputs
+                or (cap_of(d) or ("", 0))[0] in inputs
+                or _of_inputs(d.value, inputs)
+            )
         )
         for d in shape
     )
+
+
+def _of_inputs(text: str, inputs: Container[str]) -> bool:
+    """Whether ``text`` is arithmetic on the inputs' dim names only (each name it spells one
+    of them, or a function the arithmetic writes: ``floor((H-1)/2)+1``, ``min(N,128)``)."""
+    names = [m.group(0) for m in _NAME.finditer(text)]
+    return bool(names) and all(n in inputs or n in _FUNCTIONS for n in names)
 
 
 _TERMINAL = frozenset({"SequenceAt", "SequenceLength", "ConcatFromSequence"})

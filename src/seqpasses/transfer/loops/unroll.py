@@ -36,7 +36,7 @@ from seqpasses.walk.outcomes import (
     Trial,
 )
 
-__all__ = ["blocker", "plan_unrolling", "unroll"]
+__all__ = ["blocker", "length_bound", "plan_unrolling", "unroll"]
 
 
 def _reads_unlike_elements(ctx: Context, body: ir.Graph) -> bool:
@@ -54,14 +54,81 @@ def _reads_unlike_elements(ctx: Context, body: ir.Graph) -> bool:
     return False
 
 
+def _length_of(ctx: Context, value: ir.Value | None, body: ir.Graph | None) -> tuple[int, int]:
+    """``(j, k)`` when ``value`` is ``Less(SequenceLength(l), k)`` with ``k`` a constant and
+    ``l`` carried list ``j`` (``body``: the list the body gives back; None: the list the
+    loop starts with, ``j`` then -1); ``(-2, 0)`` when it is not."""
+    producer = value.producer() if value is not None else None
+    if producer is None or producer.op_type != "Less" or not is_default(producer):
+        return -2, 0
+    length, bound = producer.inputs[0], producer.inputs[1]
+    reader = length.producer() if length is not None else None
+    k = ctx.const_int(bound)[0] if bound is not None else None
+    if reader is None or reader.op_type != "SequenceLength" or not is_default(reader) or k is None:
+        return -2, 0
+    listed = reader.inputs[0]
+    if body is None:
+        return -1, k
+    for j, out in enumerate(body.outputs[1:]):
+        if out is listed and 2 + j < len(body.inputs):
+            return j, k
+    return -2, 0
+
+
+def length_bound(ctx: Context, node: ir.Node, body: ir.Graph) -> int | None:
+    """How many iterations a loop runs whose condition is the length of a list it grows by
+    one each iteration (TorchScript's ``while len(tokens) < k:``): the body's condition is
+    ``Less(SequenceLength(l'), k)``, ``l'`` one ``SequenceInsert`` at the back of the list it
+    carries in, which starts statically known; the loop's own condition is true, or the
+    same test of the list it starts with. None when it is not such a loop, or when its
+    trip count input is known only at run time."""
+    j, k = _length_of(ctx, body.outputs[0] if body.outputs else None, body)
+    if j < 0:
+        return None
+    out = body.outputs[1 + j]
+    insert = out.producer()
+    if (
+        insert is None
+        or insert.op_type != "SequenceInsert"
+        or not is_default(insert)
+        or len(insert.inputs) != 2
+        or insert.inputs[0] is not body.inputs[2 + j]
+        or sum(o is out for o in body.outputs) != 1
+    ):
+        return None
+    initial = ctx.facts.static(node.inputs[2 + j])
+    if initial is None:
+        return None
+    count = k - len(initial)
+    cond = node.inputs[1] if len(node.inputs) > 1 else None
+    if cond is None or ctx.is_true(cond):
+        count = max(1, count)  # (the first iteration runs whatever the length)
+    else:
+        first, k0 = _length_of(ctx, cond, None)
+        if first != -1:
+            return None
+        starts = cond.producer().inputs[0].producer().inputs[0]  # type: ignore[union-attr]
+        if starts is not node.inputs[2 + j]:
+            return None
+        count = max(1, count) if len(initial) < k0 else 0
+    trip = node.inputs[0] if node.inputs else None
+    if trip is not None:
+        most, _ = ctx.const_int(trip, role="trip count")
+        if most is None:
+            return None
+        count = min(count, max(most, 0))
+    return count
+
+
 def blocker(ctx: Context, node: ir.Node, body: ir.Graph, opset: int) -> str:
     """Why ``node`` cannot be unrolled (empty when it can)."""
     if not ctx.options.enabled(Group.LOOP_UNROLL):
         return "loop-unroll is switched off"
     trip = node.inputs[0] if node.inputs else None
-    if trip is None:
+    bounded = length_bound(ctx, node, body)
+    if trip is None and bounded is None:
         return "no trip count (a while loop)"
-    count, why = ctx.const_int(trip, role="trip count")
+    count, why = (bounded, None) if bounded is not None else ctx.const_int(trip, "trip count")  # type: ignore[arg-type]
     if count is None:
         return str(why)
     if count <= 0:
@@ -72,7 +139,7 @@ def blocker(ctx: Context, node: ir.Node, body: ir.Graph, opset: int) -> str:
     if over is not None:
         return str(over)
     cond = node.inputs[1] if len(node.inputs) > 1 else None
-    if cond is not None and not ctx.is_true(cond):
+    if bounded is None and cond is not None and not ctx.is_true(cond):
         return "the loop condition is known only at run time"
     if len(body.outputs) > len(node.inputs) - 1 and _reads_unlike_elements(ctx, body):
         return (
@@ -81,7 +148,7 @@ def blocker(ctx: Context, node: ir.Node, body: ir.Graph, opset: int) -> str:
         )
     if len(body.inputs) != len(node.inputs) or len(body.outputs) < len(node.inputs) - 1:
         return "the body's inputs and outputs do not match the Loop's"
-    if not stays_true(ctx, body.outputs[0], body.inputs[1]):
+    if bounded is None and not stays_true(ctx, body.outputs[0], body.inputs[1]):
         return "the body's condition output is not provably true (a loop with a break)"
     if opset < 14:
         carried = len(node.inputs) - 2
@@ -184,15 +251,19 @@ def unroll(
 ) -> Proposal:
     """Inline the body once per iteration and fold the copies: a trial, undone when a
     sequence op would stay in the copies (then ``otherwise(why)``)."""
-    assert node.inputs[0] is not None
-    count, _ = ctx.const_int(node.inputs[0])
+    count = length_bound(ctx, node, body)
+    if count is None:
+        assert node.inputs[0] is not None
+        count, _ = ctx.const_int(node.inputs[0])
     assert count is not None
     over = _over_budget(ctx, body, count)
     if over is not None:
         return otherwise(str(over))
     emit = ctx.emitter(scope, node)
     cond = node.inputs[1] if len(node.inputs) > 1 else None
-    true = cond if cond is not None else emit.true()
+    # (each copy runs: its condition input is true; a loop bounded by its list's length has
+    # a condition only true while it runs, so a true constant stands for it)
+    true = cond if cond is not None and ctx.is_true(cond) else emit.true()
     n_carried = len(node.inputs) - 2
     counter_dims = declared_ones(body.inputs[0])  # TorchScript declares it [1] at times
     if len(body.inputs) > 1 and declared_ones(body.inputs[1]) not in ((), None):
