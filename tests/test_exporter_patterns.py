@@ -68,6 +68,17 @@ def _same(original: onnx.ModelProto, optimized: onnx.ModelProto, feeds: dict[str
             np.testing.assert_allclose(a, b, rtol=1e-6)  # (ONNX Runtime's tanh: 1 ulp off)
 
 
+def _lowered(text: str, *rules: str) -> tuple[onnx.ModelProto, onnx.ModelProto]:
+    """The model ``text`` and what optimize makes of it, with no sequence op left and each
+    of ``rules`` among its rewrites."""
+    model = onnx.parser.parse_model(text)
+    report = seqpasses.Report()
+    optimized = seqpasses.optimize(model, report=report)
+    assert sequence_op_count(optimized) == 0, [(r.op_type, r.detail) for r in report.left]
+    assert set(rules) <= {r.rule for r in report.rewrites}
+    return model, optimized
+
+
 def test_an_appended_row_out_of_an_if_is_typed_through_its_branches() -> None:
     model = _undeclared_branches(IF_ROW)
     report = seqpasses.Report()
@@ -315,11 +326,7 @@ def test_a_row_tiled_by_ones_of_a_computed_length_is_a_scan_output() -> None:
     """A CIF predictor's ``fire[:, None].repeat(1, hidden_size)``: TorchScript writes the
     ones that ``Expand`` reads as ``ConstantOfShape(Shape(repeats), 1)``; the row it appends
     is ``[B, C]`` every iteration (``sample_models/torch/ts_cif_predictor``)."""
-    model = onnx.parser.parse_model(TILED_ROW)
-    report = seqpasses.Report()
-    optimized = seqpasses.optimize(model, report=report)
-    assert sequence_op_count(optimized) == 0, [(r.op_type, r.detail) for r in report.left]
-    assert "loop-append-to-scan-output" in {r.rule for r in report.rewrites}
+    model, optimized = _lowered(TILED_ROW, "loop-append-to-scan-output")
     rng = np.random.default_rng(0)
     a = rng.standard_normal(2).astype(np.float32)
     h = rng.standard_normal((2, 3)).astype(np.float32)
@@ -356,12 +363,9 @@ def test_a_step_output_whose_shape_hangs_on_a_list_of_states_is_a_scan_output() 
     step's output, computed from them, is appended. Once the states are carried as their
     elements, the output's shape is proven and the list it is appended to becomes a scan
     output (``sample_models/torch/ts_vocoder_sampling``)."""
-    model = onnx.parser.parse_model(STATES_AND_OUTPUTS)
-    report = seqpasses.Report()
-    optimized = seqpasses.optimize(model, report=report)
-    assert sequence_op_count(optimized) == 0, [(r.op_type, r.detail) for r in report.left]
-    rules = {r.rule for r in report.rewrites}
-    assert {"loop-carries-elements", "loop-append-to-scan-output"} <= rules
+    model, optimized = _lowered(
+        STATES_AND_OUTPUTS, "loop-carries-elements", "loop-append-to-scan-output"
+    )
     x = np.random.default_rng(1).standard_normal((2, 4)).astype(np.float32)
     for n in (1, 3):
         _same(model, optimized, {"x": x, "n": np.array(n, dtype=np.int64)})
@@ -402,12 +406,9 @@ def test_a_loop_carrying_two_lists_loses_both_in_one_run() -> None:
     output; the rebuilt loop goes to every way again, and the boxes become a running
     concatenation in the same run (they were left, "not statically known", until a second
     run)."""
-    model = onnx.parser.parse_model(COUNTS_AND_BOXES)
-    report = seqpasses.Report()
-    optimized = seqpasses.optimize(model, report=report)
-    assert sequence_op_count(optimized) == 0, [(r.op_type, r.detail) for r in report.left]
-    rules = {r.rule for r in report.rewrites}
-    assert {"loop-append-to-scan-output", "loop-running-concat"} <= rules
+    model, optimized = _lowered(
+        COUNTS_AND_BOXES, "loop-append-to-scan-output", "loop-running-concat"
+    )
     rng = np.random.default_rng(2)
     for b in (1, 3):
         feeds = {
@@ -519,11 +520,7 @@ def test_a_row_whose_length_is_arithmetic_on_input_dims_is_a_scan_output() -> No
     feature map's height and width) shifted per image and concatenated: every image's row is
     ``[H*W+U*V, 2]``, a size the inputs decide, the same at every iteration (it was not
     proven: only numbers and the inputs' own dim names were)."""
-    model = onnx.parser.parse_model(ANCHORS)
-    report = seqpasses.Report()
-    optimized = seqpasses.optimize(model, report=report)
-    assert sequence_op_count(optimized) == 0, [(r.op_type, r.detail) for r in report.left]
-    assert "loop-append-to-scan-output" in {r.rule for r in report.rewrites}
+    model, optimized = _lowered(ANCHORS, "loop-append-to-scan-output")
     rng = np.random.default_rng(3)
     for b, h, w, u, v in ((2, 3, 4, 2, 2), (1, 1, 1, 1, 1), (3, 2, 5, 1, 3)):
         feeds = {
