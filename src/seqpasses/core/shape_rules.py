@@ -37,6 +37,7 @@ __all__ = [
     "TypeAndShape",
     "broadcast",
     "constant_tensor",
+    "named_dims",
     "range_shape",
     "sequence_type",
     "vector_shape",

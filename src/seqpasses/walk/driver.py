@@ -24,7 +24,7 @@ from seqpasses.walk.context import Context
 from seqpasses.walk.outcomes import Leave, Made, Next, Outcome, Proposal, Trial
 from seqpasses.walk.scope import Scope
 
-__all__ = ["Drive", "Pattern", "drive"]
+__all__ = ["Drive", "Pattern", "drive", "onward"]
 
 S = TypeVar("S")
 
@@ -80,6 +80,13 @@ def drive(
             return go(proposal)
         return _onward(proposal, go)
     return Leave()
+
+
+def onward(made: Made) -> Next:
+    """The node a rebuild made (``made.new``), handed to the patterns after the one that
+    rebuilt it (with :attr:`Drive.refresh`: to them all again)."""
+    assert made.new is not None
+    return Next(node=made.new, changed=True)
 
 
 def _bare(passed: Next) -> bool:

@@ -29,6 +29,7 @@ from seqpasses.transfer.loops.induction import induction, proven_in, same, stabl
 from seqpasses.transfer.loops.trials import walked_copy, with_outputs
 from seqpasses.walk.budget import cost_of
 from seqpasses.walk.context import Context, Scope
+from seqpasses.walk.driver import onward
 from seqpasses.walk.outcomes import (
     AbstractValue,
     BodyForm,
@@ -191,12 +192,5 @@ def _kept(
         declare=declare,
         build=Build(discard=[body]),
         records=[Record("loop-carries-elements", f"carried list(s) {which} as their elements")],
-        then=_onward,
+        then=onward,  # (what it appends may now be proven: a scan output)
     )
-
-
-def _onward(made: Made) -> Proposal:
-    """The rebuilt loop, handed to the patterns after this one (the lists it appends to may
-    now be scan outputs: their element shapes may have hung on the elements carried)."""
-    assert made.new is not None
-    return Next(node=made.new, changed=True)

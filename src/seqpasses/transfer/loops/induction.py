@@ -96,20 +96,13 @@ def induction(
         carried.append((type_, _steady(ctx, shape)) if usable and shape is not None else None)
     while True:
         known = _body_shapes(ctx, scope, body, carried)
-        moved = False
-        for j, given in enumerate(carried):
-            if given is None:
-                continue
-            found = known.get(body.outputs[1 + j])
-            if same(found, given):
-                continue
-            wider = _widened(given, found)
-            if wider is not None and _settled(given, wider):
-                continue  # (what was assumed open came back open)
-            carried[j] = wider
-            moved = True
-        if not moved:
+        wider = [
+            _widened(given, known.get(body.outputs[1 + j])) if given is not None else None
+            for j, given in enumerate(carried)
+        ]
+        if all(w is g for w, g in zip(wider, carried, strict=True)):
             return known, carried
+        carried = wider
 
 
 def _steady(ctx: Context, shape: ir.Shape) -> ir.Shape:
@@ -120,23 +113,17 @@ def _steady(ctx: Context, shape: ir.Shape) -> ir.Shape:
 
 def _widened(given: TypeAndShape, found: TypeAndShape | None) -> TypeAndShape | None:
     """What a carried tensor assumed ``given`` can be assumed after the body gave ``found``:
-    its dims where both agree, open where they differ (a value that grows keeps its rank);
-    None where the type, the rank or the shape is not known."""
+    ``given`` itself where it holds (each dim the same, or assumed open); else its dims
+    where both agree, open where they differ (a value that grows keeps its rank); None where
+    the type, the rank or the shape is not known."""
     if found is None or found[0] != given[0] or given[1] is None or found[1] is None:
         return None
     if len(given[1]) != len(found[1]):
         return None
-    pairs = zip(given[1], found[1], strict=True)
-    dims = [g if same_dim(g, f) else ir.SymbolicDim(None) for g, f in pairs]
-    return given[0], ir.Shape(dims)
-
-
-def _settled(given: TypeAndShape, wider: TypeAndShape) -> bool:
-    """Whether widening changed nothing: every dim the same, or open in both."""
-    assert given[1] is not None and wider[1] is not None
-    return all(
-        same_dim(a, b) or (_open(a) and _open(b)) for a, b in zip(given[1], wider[1], strict=True)
-    )
+    pairs = list(zip(given[1], found[1], strict=True))
+    if all(same_dim(g, f) or _open(g) for g, f in pairs):
+        return given
+    return given[0], ir.Shape([g if same_dim(g, f) else ir.SymbolicDim(None) for g, f in pairs])
 
 
 def _open(dim: object) -> bool:

@@ -19,11 +19,11 @@ from seqpasses.core.sequence import StaticSequence
 from seqpasses.transfer.loops.appends import append_pattern
 from seqpasses.transfer.loops.induction import declared_ones
 from seqpasses.walk.context import Context, Scope
+from seqpasses.walk.driver import onward
 from seqpasses.walk.outcomes import (
     BodyForm,
     Build,
     Declared,
-    Made,
     Next,
     Proposal,
     Rebuild,
@@ -141,17 +141,13 @@ def lift_reads(
     uses += lifted_uses
     gone += [reader for _, last_reads in lasts for reader in last_reads]
 
-    def lifted(made: Made) -> Proposal:
-        assert made.new is not None
-        return Next(node=made.new, changed=True)
-
     return Restructure(
         plan=rebuilt,
         declare=declare,
         uses=uses,
         build=Build(take_out=gone),
         records=[record],
-        then=lifted,
+        then=onward,
     )
 
 

@@ -54,25 +54,18 @@ def _reads_unlike_elements(ctx: Context, body: ir.Graph) -> bool:
     return False
 
 
-def _length_of(ctx: Context, value: ir.Value | None, body: ir.Graph | None) -> tuple[int, int]:
-    """``(j, k)`` when ``value`` is ``Less(SequenceLength(l), k)`` with ``k`` a constant and
-    ``l`` carried list ``j`` (``body``: the list the body gives back; None: the list the
-    loop starts with, ``j`` then -1); ``(-2, 0)`` when it is not."""
+def _length_test(ctx: Context, value: ir.Value | None) -> tuple[ir.Value, int] | None:
+    """``(l, k)`` when ``value`` is ``Less(SequenceLength(l), k)`` with ``k`` a constant."""
     producer = value.producer() if value is not None else None
     if producer is None or producer.op_type != "Less" or not is_default(producer):
-        return -2, 0
+        return None
     length, bound = producer.inputs[0], producer.inputs[1]
     reader = length.producer() if length is not None else None
     k = ctx.const_int(bound)[0] if bound is not None else None
-    if reader is None or reader.op_type != "SequenceLength" or not is_default(reader) or k is None:
-        return -2, 0
+    if reader is None or reader.op_type != "SequenceLength" or not is_default(reader):
+        return None
     listed = reader.inputs[0]
-    if body is None:
-        return -1, k
-    for j, out in enumerate(body.outputs[1:]):
-        if out is listed and 2 + j < len(body.inputs):
-            return j, k
-    return -2, 0
+    return None if listed is None or k is None else (listed, k)
 
 
 def length_bound(ctx: Context, node: ir.Node, body: ir.Graph) -> int | None:
@@ -82,10 +75,11 @@ def length_bound(ctx: Context, node: ir.Node, body: ir.Graph) -> int | None:
     carries in, which starts statically known; the loop's own condition is true, or the
     same test of the list it starts with. None when it is not such a loop, or when its
     trip count input is known only at run time."""
-    j, k = _length_of(ctx, body.outputs[0] if body.outputs else None, body)
-    if j < 0:
+    test = _length_test(ctx, body.outputs[0] if body.outputs else None)
+    outs = list(body.outputs[1 : len(body.inputs) - 1])
+    if test is None or test[0] not in outs or sum(o is test[0] for o in body.outputs) != 1:
         return None
-    out = body.outputs[1 + j]
+    (out, k), j = test, outs.index(test[0])
     insert = out.producer()
     if (
         insert is None
@@ -93,24 +87,18 @@ def length_bound(ctx: Context, node: ir.Node, body: ir.Graph) -> int | None:
         or not is_default(insert)
         or len(insert.inputs) != 2
         or insert.inputs[0] is not body.inputs[2 + j]
-        or sum(o is out for o in body.outputs) != 1
     ):
         return None
     initial = ctx.facts.static(node.inputs[2 + j])
     if initial is None:
         return None
-    count = k - len(initial)
+    count = max(1, k - len(initial))  # (the first iteration runs whatever the length)
     cond = node.inputs[1] if len(node.inputs) > 1 else None
-    if cond is None or ctx.is_true(cond):
-        count = max(1, count)  # (the first iteration runs whatever the length)
-    else:
-        first, k0 = _length_of(ctx, cond, None)
-        if first != -1:
+    if cond is not None and not ctx.is_true(cond):
+        first = _length_test(ctx, cond)
+        if first is None or first[0] is not node.inputs[2 + j]:
             return None
-        starts = cond.producer().inputs[0].producer().inputs[0]  # type: ignore[union-attr]
-        if starts is not node.inputs[2 + j]:
-            return None
-        count = max(1, count) if len(initial) < k0 else 0
+        count = count if len(initial) < first[1] else 0
     trip = node.inputs[0] if node.inputs else None
     if trip is not None:
         most, _ = ctx.const_int(trip, role="trip count")
@@ -120,17 +108,26 @@ def length_bound(ctx: Context, node: ir.Node, body: ir.Graph) -> int | None:
     return count
 
 
+def _trips(ctx: Context, node: ir.Node, body: ir.Graph) -> tuple[int | None, str, bool]:
+    """How many times the loop runs, when known before run time (else why not), and whether
+    that count comes from the length of a list it grows (:func:`length_bound`)."""
+    bounded = length_bound(ctx, node, body)
+    if bounded is not None:
+        return bounded, "", True
+    trip = node.inputs[0] if node.inputs else None
+    if trip is None:
+        return None, "no trip count (a while loop)", False
+    count, why = ctx.const_int(trip, role="trip count")
+    return count, str(why), False
+
+
 def blocker(ctx: Context, node: ir.Node, body: ir.Graph, opset: int) -> str:
     """Why ``node`` cannot be unrolled (empty when it can)."""
     if not ctx.options.enabled(Group.LOOP_UNROLL):
         return "loop-unroll is switched off"
-    trip = node.inputs[0] if node.inputs else None
-    bounded = length_bound(ctx, node, body)
-    if trip is None and bounded is None:
-        return "no trip count (a while loop)"
-    count, why = (bounded, None) if bounded is not None else ctx.const_int(trip, "trip count")  # type: ignore[arg-type]
+    count, why, bounded = _trips(ctx, node, body)
     if count is None:
-        return str(why)
+        return why
     if count <= 0:
         return f"trip count {count}: no iteration to unroll"
     if count > ctx.options.max_unroll:
@@ -139,7 +136,7 @@ def blocker(ctx: Context, node: ir.Node, body: ir.Graph, opset: int) -> str:
     if over is not None:
         return str(over)
     cond = node.inputs[1] if len(node.inputs) > 1 else None
-    if bounded is None and cond is not None and not ctx.is_true(cond):
+    if not bounded and cond is not None and not ctx.is_true(cond):
         return "the loop condition is known only at run time"
     if len(body.outputs) > len(node.inputs) - 1 and _reads_unlike_elements(ctx, body):
         return (
@@ -148,7 +145,7 @@ def blocker(ctx: Context, node: ir.Node, body: ir.Graph, opset: int) -> str:
         )
     if len(body.inputs) != len(node.inputs) or len(body.outputs) < len(node.inputs) - 1:
         return "the body's inputs and outputs do not match the Loop's"
-    if bounded is None and not stays_true(ctx, body.outputs[0], body.inputs[1]):
+    if not bounded and not stays_true(ctx, body.outputs[0], body.inputs[1]):
         return "the body's condition output is not provably true (a loop with a break)"
     if opset < 14:
         carried = len(node.inputs) - 2
@@ -251,10 +248,7 @@ def unroll(
 ) -> Proposal:
     """Inline the body once per iteration and fold the copies: a trial, undone when a
     sequence op would stay in the copies (then ``otherwise(why)``)."""
-    count = length_bound(ctx, node, body)
-    if count is None:
-        assert node.inputs[0] is not None
-        count, _ = ctx.const_int(node.inputs[0])
+    count, _, _ = _trips(ctx, node, body)
     assert count is not None
     over = _over_budget(ctx, body, count)
     if over is not None:
