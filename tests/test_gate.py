@@ -13,7 +13,9 @@ from google.protobuf.descriptor import FieldDescriptor
 from onnx import TensorProto as T
 from onnx import helper as h
 from onnx import numpy_helper
+from onnx.reference import ReferenceEvaluator
 
+import seqpasses
 from seqpasses.checks.wellformed import MAX_GRAPH_DEPTH, MAX_RANK, MAX_TYPE_DEPTH, check_wellformed
 from seqpasses.errors import BadInputError
 
@@ -373,6 +375,63 @@ def test_the_checkers_missing_shape_line_names_the_values() -> None:
         [h.make_tensor_value_info("y", T.FLOAT, None), h.make_tensor_value_info("z", T.FLOAT, [2])],
     )
     model = h.make_model(graph, opset_imports=[h.make_opsetid("", 18)])
-    warnings = admit(model, "m.onnx")
+    warnings = admit(model, "m.onnx").warnings
     assert len(warnings) == 1
     assert "required but missing (graph output 'y')" in warnings[0], warnings
+
+
+def _no_output_shape(ir_version: int | None = None) -> onnx.ModelProto:
+    graph = h.make_graph(
+        [h.make_node("Relu", ["x"], ["y"])],
+        "g",
+        [h.make_tensor_value_info("x", T.FLOAT, [2])],
+        [h.make_tensor_value_info("y", T.FLOAT, None)],
+    )
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 18)])
+    if ir_version is not None:
+        model.ir_version = ir_version
+    return model
+
+
+def test_a_model_whose_only_fault_is_a_missing_shape_field_is_taken_without_onnx_runtime() -> None:
+    # ONNX Runtime's answer is known there: it reads such a value as of unknown shape
+    from seqpasses.checks.admission import admit
+
+    admitted = admit(_no_output_shape(), "m.onnx")
+    assert not admitted.by_runtime
+    assert len(admitted.warnings) == 1
+    assert "ONNX Runtime takes" in admitted.warnings[0], admitted.warnings
+    assert "(graph output 'y')" in admitted.warnings[0]
+
+
+def test_a_missing_shape_field_beside_another_fault_still_asks_onnx_runtime() -> None:
+    from seqpasses.checks.admission import admit
+
+    # below IR 4 an initializer must be a graph input: a fault ONNX Runtime forgives
+    old = _no_output_shape(ir_version=3)
+    old.graph.node[0].input[0] = "w"
+    old.graph.initializer.append(numpy_helper.from_array(np.ones(2, np.float32), "w"))
+    admitted = admit(old, "m.onnx")
+    assert admitted.by_runtime
+    assert "ONNX Runtime loads the model" in admitted.warnings[0], admitted.warnings
+    # an op no one defines: a fault it does not
+    bad_op = _no_output_shape()
+    bad_op.graph.node[0].op_type = "NoSuchOp"
+    with pytest.raises(BadInputError, match="ONNX Runtime cannot load it either"):
+        admit(bad_op, "m.onnx")
+
+
+def test_a_model_with_a_missing_shape_field_optimizes_and_verifies() -> None:
+    model = _no_output_shape()
+    seq = h.make_node("SequenceConstruct", ["x", "x"], ["s"])
+    cat = h.make_node("ConcatFromSequence", ["s"], ["z"], axis=0)
+    model.graph.node.extend([seq, cat])
+    model.graph.output.append(h.make_tensor_value_info("z", T.FLOAT, None))
+    with pytest.warns(seqpasses.InputWarning, match="ONNX Runtime takes"):
+        result = seqpasses.optimize(model)
+    assert [n.op_type for n in result.graph.node] == ["Relu", "Concat"]
+    feeds = {"x": np.array([1.0, -2.0], np.float32)}
+    before = ReferenceEvaluator(model).run(None, feeds)
+    after = ReferenceEvaluator(result).run(None, feeds)
+    for a, b in zip(before, after, strict=True):
+        np.testing.assert_array_equal(a, b)

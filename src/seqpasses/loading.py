@@ -47,6 +47,7 @@ class Loaded:
     warnings: list[str] = field(default_factory=list)
     unheld_kind: str = "invalid"  # the reason kind of the ops it leaves (core.sequence)
     file: Path | None = None  # the model file it was read from (a pipe: None)
+    by_runtime: bool = False  # taken because ONNX Runtime loads it (the checker refused it)
     _skeleton: Skeleton | None = field(default=None, repr=False)
 
     def skeleton(self) -> Skeleton:
@@ -187,18 +188,23 @@ def load(
     why = _too_wide(proto, options.max_split)
     if why:  # (before admission: onnx's checker alone walks every one of its outputs)
         return Loaded(proto, None, name, folder, why, [], "limit", file=path)
-    warnings = admit(proto, name, strict=options.strict_input, path=path) if admission else []
+    admitted = admit(proto, name, strict=options.strict_input, path=path) if admission else None
+    warnings = admitted.warnings if admitted is not None else []
+    by_runtime = admitted is not None and admitted.by_runtime
     why = unknown_opset(proto)
     if why:
-        return Loaded(proto, None, name, folder, why, warnings, "opset", file=path)
+        return Loaded(
+            proto, None, name, folder, why, warnings, "opset", file=path, by_runtime=by_runtime
+        )
     # (one pause for the model's taking in: a collection between its steps would scan every
     # object the pause let through)
     with no_cycle_collection():
         model = given if given is not None else to_ir(proto)
         if isinstance(model, str):
-            return Loaded(proto, None, name, folder, model, warnings, "unknown-sequence", file=path)
+            kind = "unknown-sequence"
+            return Loaded(proto, None, name, folder, model, warnings, kind, path, by_runtime)
         _set_base_dirs(model, folder)
         _unknown_dims(model)
         forget_guesses(model)
         number_nodes(model)
-    return Loaded(proto, model, name, folder, "", warnings, file=path)
+    return Loaded(proto, model, name, folder, "", warnings, file=path, by_runtime=by_runtime)

@@ -217,7 +217,14 @@ def _optimize_again_if_bigger(
     except SelfCheckError as error:
         if error.kind != "more-sequence-ops" or not options.fold().enabled(Group.STACKED):
             raise
-    again = Loaded(loaded.proto, loaded.fresh(), loaded.name, loaded.folder, file=loaded.file)
+    again = Loaded(
+        loaded.proto,
+        loaded.fresh(),
+        loaded.name,
+        loaded.folder,
+        file=loaded.file,
+        by_runtime=loaded.by_runtime,
+    )
     retry = Report(warnings=list(report.warnings))
     result = _optimize_loaded(
         again, options.but(skip=(*options.skip, Group.STACKED)), retry, self_check_result
@@ -329,7 +336,7 @@ def _runtime_refuses(loaded: Loaded, result: Skeleton, notes: list[str], nodes: 
     """Why ONNX Runtime refuses the result of ``nodes`` nodes where it loads the input (''
     when it does not): a declaration seqpasses added that ONNX Runtime's inference rejects is
     dropped first (the result then has none inside), and only what still fails is a refusal."""
-    if not loaded.warnings and nodes > RUNTIME_CHECK_NODES:
+    if not loaded.by_runtime and nodes > RUNTIME_CHECK_NODES:
         return ""
     refused = runtime_says(result.proto)
     if not refused or runtime_says(loaded.skeleton().proto):

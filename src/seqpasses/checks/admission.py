@@ -5,7 +5,10 @@ IR version older than the opsets expect, partial ``value_info`` ... fail it, yet
 loads and runs such models, and exporters write them. So a model that fails the checker is
 still optimized when ONNX Runtime can load it, with one warning that lists what the checker
 said (``strict=True``, the CLI's ``--strict-input``, refuses it). A model that neither
-accepts is refused with one line. Model-local functions are checked one by one, whatever the
+accepts is refused with one line. ONNX Runtime is not asked where its answer is known: a
+model whose only fault is graph values declared without a shape field (which the checker
+takes once the fields are there, and ONNX Runtime reads as shapes not known) is taken as a
+model the checker passes. Model-local functions are checked one by one, whatever the
 IR version (the checker skips them below IR 8) and whether or not the graph calls them.
 
 Some models use types onnx_ir cannot hold (``map`` and ``seq(map)`` of scikit-learn's
@@ -17,6 +20,7 @@ seqpasses does not know what its ops mean (:func:`unknown_opset`).
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import onnx
@@ -28,7 +32,7 @@ from seqpasses.core.proto import all_proto_graphs
 from seqpasses.core.skeleton import proto_skeleton
 from seqpasses.errors import BadInputError, first_line
 
-__all__ = ["admit", "checker_complaints", "runtime_says", "to_ir", "unknown_opset"]
+__all__ = ["Admitted", "admit", "checker_complaints", "runtime_says", "to_ir", "unknown_opset"]
 
 _LISTED = 3
 """Complaints a warning spells out; more are counted."""
@@ -127,28 +131,72 @@ def _listed(complaints: list[str]) -> str:
     return shown + (f" (and {more} more)" if more > 0 else "")
 
 
+@dataclass(frozen=True)
+class Admitted:
+    """A model taken in: the warnings to show, and whether it was taken because ONNX Runtime
+    loads it (the self-check then asks ONNX Runtime whether it loads the result too)."""
+
+    warnings: list[str] = field(default_factory=list)
+    by_runtime: bool = False
+
+
 def admit(
     model: onnx.ModelProto, name: str, *, strict: bool = False, path: Path | None = None
-) -> list[str]:
+) -> Admitted:
     """Whether seqpasses takes ``model`` (read from ``path`` when given): the warnings to show
     when it does, else :class:`BadInputError` (see the module docstring)."""
     complaints = checker_complaints(model, path)
     if not complaints:
-        return []
+        return Admitted()
     said = _listed(complaints)
     count = f" ({len(complaints)} complaints)" if len(complaints) > 1 else ""
     if strict:
         raise BadInputError(f"{name}: the model fails the ONNX checker{count}: {said}")
+    if _only_shape_fields(model):
+        return Admitted(
+            [
+                f"{name}: the ONNX checker says{count}: {said}; a graph value without a shape "
+                "field is one ONNX Runtime takes (its shape not known), so the model is "
+                "optimized anyway (--strict-input refuses it)"
+            ]
+        )
     refusal = runtime_says(path if path is not None else model)
     if refusal:
         raise BadInputError(
             f"{name}: the model fails the ONNX checker ({said}) and ONNX Runtime cannot "
             f"load it either ({refusal})"
         )
-    return [
-        f"{name}: the ONNX checker says{count}: {said}; ONNX Runtime loads the model, so "
-        "it is optimized anyway (--strict-input refuses it)"
+    return Admitted(
+        [
+            f"{name}: the ONNX checker says{count}: {said}; ONNX Runtime loads the model, so "
+            "it is optimized anyway (--strict-input refuses it)"
+        ],
+        by_runtime=True,
+    )
+
+
+def _only_shape_fields(model: onnx.ModelProto) -> bool:
+    """Whether the checker's only complaint of ``model`` is its main graph's inputs or outputs
+    declared without a shape field: it passes a copy that has them (rank 0: the checker reads
+    no shape unless it infers them). The copy is the model's skeleton, without the weights; a
+    model with data on disk the skeleton keeps (a Constant's) is left to ONNX Runtime."""
+    skeleton = proto_skeleton(model).proto
+    if external_tensors(skeleton):
+        return False
+    graph = model.graph
+    bare = [
+        k
+        for k, value in enumerate([*graph.input, *graph.output])
+        if value.type.HasField("tensor_type") and not value.type.tensor_type.HasField("shape")
     ]
+    if not bare:
+        return False
+    copy = onnx.ModelProto()
+    copy.CopyFrom(skeleton)
+    values = [*copy.graph.input, *copy.graph.output]
+    for k in bare:
+        values[k].type.tensor_type.shape.SetInParent()
+    return not checker_complaints(copy)
 
 
 def unknown_opset(model: onnx.ModelProto) -> str:
