@@ -2,8 +2,9 @@
 inference leaves them unknown: a convolution's or pooling window's spatial dims
 (``floor((H-1)/2)+1``), a transposed convolution's (``2*H+1``), a concatenation's axis
 (``M+N``), a slice to a named end (``min(N,128)``, ``floor(N/2)``) and what broadcasts with
-it, a reshape to a product (``B*N``, ``4*N``), a range to a name
-(``N``, ``N+2``), and a graph output an exporter declared with
+it, a slice a size is sure to reach (``x[:-2]`` of ``T+2``), a reshape to a product (``B*N``,
+``4*N``, ``3*H*W``), a range to a name (``N``, ``N+2``), an expand to a shape torch computes,
+a resize (to another's size, ``2*P``), and a graph output an exporter declared with
 made-up names (``Relu_dim_0``). Each written expression is checked on ONNX Runtime runs at several sizes: evaluated with
 the sizes the inputs were given, it is the size every value has."""
 
@@ -128,6 +129,53 @@ g (float[B,N] x) => (int64[?] a, int64[?] b, int64[?] c, int64[?] d, float[?] e)
 )
 _SIZES["range"] = [{"B": 2, "N": 5}, {"B": 1, "N": 1}, {"B": 1, "N": 0}]
 
+VISION = (
+    HEADER
+    + """
+g (float[B,T,4] x, float[B,2,4] z, float[1,1,4] cls, float[B,15,H,W] f, float[B,3,P,Q] img)
+    => (float[B,?,4] tokens, float[B,?,5] flat3, float[?,?,?,?] up) {
+  c = Concat <axis = 1> (x, z)
+  s0 = Constant <value = int64[1] {0}> ()
+  one = Constant <value = int64[1] {1}> ()
+  m1 = Constant <value = int64[1] {-1}> ()
+  m2 = Constant <value = int64[1] {-2}> ()
+  big = Constant <value = int64[1] {9223372036854775807}> ()
+  chomp = Slice (c, s0, m2, one)
+  tail = Slice (c, m2, big, one)
+  mid = Slice (c, one, m1, one)
+  sx = Shape (x)
+  i0 = Constant <value = int64 {0}> ()
+  b = Gather (sx, i0)
+  bu = Unsqueeze (b, s0)
+  target = Concat <axis = 0> (bu, m1, m1)
+  flat = Reshape (target, m1)
+  st = Shape (flat)
+  ones = ConstantOfShape <value = int64[1] {1}> (st)
+  neg = Mul (ones, m1)
+  eq = Equal (flat, neg)
+  wanted = Where (eq, ones, flat)
+  e = Expand (cls, wanted)
+  tokens = Concat <axis = 1> (e, x)
+  hw = Shape <start = 2> (f)
+  five = Constant <value = int64[1] {5}> ()
+  t5 = Concat <axis = 0> (bu, m1, five, hw)
+  v = Reshape (f, t5)
+  tp = Transpose <perm = [0, 3, 4, 1, 2]> (v)
+  t3 = Concat <axis = 0> (bu, m1, five)
+  flat3 = Reshape (tp, t3)
+  bc = Shape <end = 2> (img)
+  sizes = Concat <axis = 0> (bc, hw)
+  r = Resize (img, "", "", sizes)
+  sc = Constant <value = float[4] {1, 1, 2, 2}> ()
+  up = Resize <mode = "nearest"> (img, "", sc)
+}
+"""
+)
+_SIZES["vision"] = [
+    {"B": 1, "T": 5, "H": 3, "W": 4, "P": 5, "Q": 6},
+    {"B": 2, "T": 0, "H": 1, "W": 7, "P": 2, "Q": 1},
+]
+
 
 def _evaluate(expression: str, sizes: dict[str, int]) -> int:
     """The size an expression seqpasses writes stands for, the names bound to ``sizes``."""
@@ -174,6 +222,15 @@ def _feeds(case: str, sizes: dict[str, int]) -> dict[str, np.ndarray]:
         shapes = {"x": (sizes["B"], sizes["N"], 16)}
     elif case == "range":
         shapes = {"x": (sizes["B"], sizes["N"])}
+    elif case == "vision":
+        b, t, h, w, p, q = (sizes[k] for k in "BTHWPQ")
+        shapes = {
+            "x": (b, t, 4),
+            "z": (b, 2, 4),
+            "cls": (1, 1, 4),
+            "f": (b, 15, h, w),
+            "img": (b, 3, p, q),
+        }
     else:
         b, n, m = sizes["B"], sizes["N"], sizes["M"]
         shapes = {"x": (b, n, 16), "y": (b, m, 16), "pos": (1, 128, 16)}
@@ -226,6 +283,25 @@ def _feeds(case: str, sizes: dict[str, int]) -> dict[str, np.ndarray]:
             RANGE,
             {"a": ["N"], "b": ["N+2"], "c": [None], "d": [None], "e": ["N"]},
         ),
+        (
+            # what vision and sequence exports do with sizes: a causal conv's chomp x[:, :-2]
+            # and the slices a size is sure to reach; torch's expand(b, -1, -1) of a class
+            # token; view(B, -1, 5, H, W) and its flattening; a resize to another's size
+            # and by whole scales
+            "vision",
+            VISION,
+            {
+                "chomp": ["B", "T", 4],
+                "tail": ["B", 2, 4],
+                "mid": ["B", "T", 4],
+                "e": ["B", 1, 4],
+                "tokens": ["B", "T+1", 4],
+                "v": ["B", 3, 5, "H", "W"],
+                "flat3": ["B", "3*H*W", 5],
+                "r": ["B", 3, "H", "W"],
+                "up": ["B", 3, "2*P", "2*Q"],
+            },
+        ),
     ],
 )
 def test_written_arithmetic_on_names_holds_on_runs(
@@ -263,3 +339,18 @@ def test_floor_division_keeps_one_spelling_and_simplifies_what_divides() -> None
     written = add_dims([floor_div(add_dims([h, -1]), 2), 1])
     assert add_dims([written, written, -2]) == ir.SymbolicDim("2*floor((H-1)/2)")
     assert floor_div(ir.SymbolicDim(None), 2).value is None
+
+
+def test_products_multiply_out_and_sizes_settle_comparisons() -> None:
+    import onnx_ir as ir
+
+    from seqpasses.core.arithmetic import at_least, divide_dims, multiply_dims, scale_dim
+    from seqpasses.core.dims import add_dims
+
+    h, w, t = ir.SymbolicDim("H"), ir.SymbolicDim("W"), ir.SymbolicDim("T")
+    assert multiply_dims(add_dims([h, 1]), add_dims([w, 1])) == ir.SymbolicDim("H+H*W+W+1")
+    assert divide_dims(scale_dim(add_dims([h, 1]), 4), 2) == ir.SymbolicDim("2*H+2")
+    assert divide_dims(add_dims([h, 1]), 2) == ir.SymbolicDim(None)  # (not exact: unknown)
+    assert at_least(add_dims([t, 2]), 2) and not at_least(add_dims([t, 2]), 3)
+    assert not at_least(add_dims([t, -1]), 0)  # (T-1 is -1 where T is 0)
+    assert at_least(t, 0) and not at_least(ir.SymbolicDim(None), 0)

@@ -19,6 +19,7 @@ __all__ = [
     "INT64_MAX",
     "Dim",
     "add_dims",
+    "at_least",
     "bounded",
     "divide_dims",
     "floor_div",
@@ -118,26 +119,43 @@ def _parse(name: str) -> Counter[str] | None:
 
 
 def multiply_dims(a: Dim, b: Dim) -> Dim:
-    """``a * b``: numbers, a number times a sum (``3*N+3``), or two single terms (``B*S``,
-    ``4*B*N``); unnamed (unknown) for anything else, or past an int64."""
+    """``a * b``: numbers, a number times a sum (``3*N+3``), or two sums multiplied out
+    (``(H+1)*(W+1)`` is ``H*W+H+W+1``, at most :data:`MAX_TERMS` terms); unnamed (unknown)
+    for anything else, or past an int64."""
     if isinstance(a, int) and isinstance(b, int):
         return bounded(a * b)
     if isinstance(a, int) or isinstance(b, int):
         number, other = (a, b) if isinstance(a, int) else (b, a)
         assert isinstance(number, int)
         return scale_dim(other, number)
-    first, second = _single(a), _single(b)
+    first, second = _terms_of(a), _terms_of(b)
     if first is None or second is None:
         return ir.SymbolicDim(None)
-    names = _canonical(f"{first[1]}*{second[1]}")
-    return _format(Counter({names: first[0] * second[0]}))
+    product: Counter[str] = Counter()
+    for left, j in first.items():
+        for right, k in second.items():
+            if j and k:
+                product[_canonical(f"{left}*{right}")] += j * k
+    if len([k for k in product.values() if k]) > MAX_TERMS:
+        return ir.SymbolicDim(None)
+    return _format(product)
+
+
+MAX_TERMS = 8
+"""The most terms a product multiplied out is written with; a longer one is not named."""
 
 
 def divide_dims(a: Dim, b: Dim) -> Dim:
     """``a / b`` where ``b`` divides ``a`` exactly as terms (``4*B*N / (2*B)`` is ``2*N``):
-    numbers, or single terms whose names hold ``b``'s; unnamed (unknown) otherwise."""
+    numbers, a sum by a number that divides each of its factors, or single terms whose names
+    hold ``b``'s; unnamed (unknown) otherwise."""
     if isinstance(a, int) and isinstance(b, int):
         return a // b if b and a % b == 0 else ir.SymbolicDim(None)
+    if isinstance(b, int) and b > 0:  # (a sum whose every factor it divides: (4*H+4)/2)
+        terms = _terms_of(a)
+        if terms is None or any(k % b for k in terms.values()):
+            return ir.SymbolicDim(None)
+        return _format(Counter({name: k // b for name, k in terms.items()}))
     top = (a, "") if isinstance(a, int) else _single(a)
     bottom = (b, "") if isinstance(b, int) else _single(b)
     if top is None or bottom is None or not bottom[0] or top[0] % bottom[0]:
@@ -256,3 +274,15 @@ def scale_dim(dim: Dim, factor: int) -> Dim:
     if terms is None:
         return ir.SymbolicDim(None)
     return _format(Counter({name: k * factor for name, k in terms.items()}))
+
+
+def at_least(dim: Dim, least: int) -> bool:
+    """Whether ``dim`` is ``least`` or more whatever its names are: a number that is, or a sum
+    whose terms all count up (a dim, and what seqpasses writes of dims, is never negative)
+    with a constant of ``least`` or more (``T+2`` is at least 2)."""
+    if isinstance(dim, int):
+        return dim >= least
+    terms = _terms_of(dim)
+    if terms is None or any(k < 0 for name, k in terms.items() if name):
+        return False
+    return terms.get("", 0) >= least

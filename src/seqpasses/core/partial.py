@@ -20,6 +20,7 @@ from collections.abc import Callable
 import numpy as np
 import onnx_ir as ir
 
+from seqpasses.core.arithmetic import at_least
 from seqpasses.core.dims import add_dims, floor_div, generated, multiply_dims, scale_dim
 from seqpasses.core.graph import is_default
 
@@ -135,6 +136,11 @@ def _node_vector(
         return found[slice(limits[0][0], limits[1][0], step)]
     if op in ("Identity", "Unsqueeze", "Squeeze", "Reshape") and value is node.outputs[0]:
         found = read(0)
+        if found is not None and op == "Reshape" and len(found) > 1:  # (a vector as a vector)
+            wanted = constant(inputs[1]) if len(inputs) > 1 and inputs[1] is not None else None
+            if wanted is None or np.asarray(wanted).ndim != 1:
+                return None
+            return found if np.asarray(wanted).tolist() in ([-1], [len(found)]) else None
         return found if op == "Identity" or (found is not None and len(found) == 1) else None
     if op == "Cast":
         found = read(0)
@@ -252,6 +258,8 @@ def _symbolic(op: str) -> Callable[[Known, Known], Known]:
             return _name(multiply_dims(x, y))  # type: ignore[arg-type]  # (B*S)
         if op == "Div" and isinstance(y, int) and y > 0 and _plain_name(x):
             return _name(floor_div(x, y))  # type: ignore[arg-type]  # (a dim: never negative)
+        if op in _ORDER and (isinstance(x, int) or isinstance(y, int)):
+            return _ordered(op, x, y)
         same = isinstance(x, ir.SymbolicDim) and isinstance(y, ir.SymbolicDim)
         same = same and x.value == y.value  # type: ignore[union-attr]
         if same and op in ("Equal", "LessOrEqual", "GreaterOrEqual"):
@@ -263,6 +271,28 @@ def _symbolic(op: str) -> Callable[[Known, Known], Known]:
         return None
 
     return apply
+
+
+_FLIPPED = {
+    "Equal": "Equal",
+    "Less": "Greater",
+    "Greater": "Less",
+    "LessOrEqual": "GreaterOrEqual",
+    "GreaterOrEqual": "LessOrEqual",
+}
+_ORDER = frozenset(_FLIPPED)
+
+
+def _ordered(op: str, x: Known, y: Known) -> Known:
+    """A comparison of a named dim and a number the dim is sure to pass (a size is never
+    negative, ``T+2`` never below 2): ``Equal(batch, -1)`` is False; else None."""
+    if isinstance(x, int):  # (the number on the right)
+        x, y, op = y, x, _FLIPPED[op]
+    if not isinstance(x, ir.SymbolicDim) or not isinstance(y, int) or isinstance(y, bool):
+        return None
+    if not at_least(x, y + 1):  # (the dim is above the number: settles each comparison)
+        return None
+    return op in ("Greater", "GreaterOrEqual")
 
 
 def _plain_name(dim: Known) -> bool:

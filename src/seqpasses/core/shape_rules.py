@@ -26,7 +26,7 @@ from seqpasses.core.dims import (
 )
 from seqpasses.core.graph import is_default
 from seqpasses.core.partial import Known
-from seqpasses.core.spatial import concat_dims
+from seqpasses.core.spatial import concat_dims, resized_shape
 
 __all__ = [
     "BROADCASTING",
@@ -92,7 +92,7 @@ SAME_AS_INPUT = frozenset(
 )
 
 
-SHAPED_BY_VECTOR = frozenset({"ConstantOfShape", "Expand", "Reshape", "Tile"})
+SHAPED_BY_VECTOR = frozenset({"ConstantOfShape", "Expand", "Reshape", "Resize", "Tile"})
 
 COMPARISONS = frozenset(
     {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor"}
@@ -190,14 +190,31 @@ def _reshaped(data: list[Dim], target: list[Dim], allowzero: bool) -> ir.Shape |
             if others and total % others == 0:
                 dims[inferred] = total // others
         else:  # (names: the product of the data's dims over the others', as terms: 4*N)
+            left, right = _cancelled(list(data), rest)
             whole: Dim = 1
-            for d in data:
+            for d in left:
                 whole = multiply_dims(whole, d)
             known: Dim = 1
-            for d in rest:
+            for d in right:
                 known = multiply_dims(known, d)
             dims[inferred] = divide_dims(whole, known)
     return ir.Shape(dims)
+
+
+def _cancelled(top: list[Dim], bottom: list[Dim]) -> tuple[list[Dim], list[Dim]]:
+    """``top`` and ``bottom`` without the named dims they share (a ``view(n, -1, C, H, W)`` of
+    ``[n, A*C, H, W]`` leaves ``A*C`` over ``C``)."""
+    top = list(top)
+    kept: list[Dim] = []
+    for d in bottom:
+        match = next(
+            (k for k, t in enumerate(top) if not isinstance(d, int) and same_dim(d, t)), None
+        )
+        if match is None:
+            kept.append(d)
+        else:
+            del top[match]
+    return top, kept
 
 
 def _unknown(d: int | ir.SymbolicDim) -> bool:
@@ -205,13 +222,18 @@ def _unknown(d: int | ir.SymbolicDim) -> bool:
 
 
 def vector_shape(
-    node: ir.Node, inputs: list[TypeAndShape | None], entries: list[Known] | None
+    node: ir.Node, inputs: list[TypeAndShape | None], read: Callable[[int], list[Known] | None]
 ) -> ir.Shape | None:
     """The output shape of an op whose shape is a vector input's entries
-    (``ConstantOfShape``, ``Expand``, ``Reshape``, ``Tile``), where that vector is known
-    in part: a named dim there is the output's (``ConstantOfShape(Shape(x)[0:1])`` of an
-    ``x: [batch, 3]`` is ``[batch]``), what is known only at run time is unknown."""
+    (``ConstantOfShape``, ``Expand``, ``Reshape``, ``Tile``; a ``Resize``'s sizes or scales:
+    :func:`~seqpasses.core.spatial.resized_shape`), where that vector is known in part
+    (``read(k)``: input ``k``'s entries): a named dim there is the output's
+    (``ConstantOfShape(Shape(x)[0:1])`` of an ``x: [batch, 3]`` is ``[batch]``), what is known
+    only at run time is unknown."""
     op = node.op_type
+    if op == "Resize":
+        return resized_shape(node, inputs[0][1] if inputs and inputs[0] else None, read)
+    entries = read(0 if op == "ConstantOfShape" else 1)
     if entries is None or any(isinstance(e, bool) for e in entries):
         return None
     dims: list[Dim] = [e if e is not None else ir.SymbolicDim(None) for e in entries]

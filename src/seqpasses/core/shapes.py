@@ -291,8 +291,7 @@ class ShapeOracle:
     ) -> ir.Shape | None:
         """The output shape of an op shaped by a vector input, that vector read in part
         (:func:`~seqpasses.core.shape_rules.vector_shape`)."""
-        k = 1 if node.op_type != "ConstantOfShape" else 0
-        return vector_shape(node, inputs, self.vector(node, k, inputs, known))
+        return vector_shape(node, inputs, lambda k: self.vector(node, k, inputs, known))
 
     def _branches(
         self, node: ir.Node, known: Mapping[ir.Value, TypeAndShape] | None

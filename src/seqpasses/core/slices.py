@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 import onnx_ir as ir
 
-from seqpasses.core.arithmetic import INT64_MAX, Dim
+from seqpasses.core.arithmetic import INT64_MAX, Dim, add_dims, at_least
 from seqpasses.core.dims import cap_of, capped
 from seqpasses.core.graph import is_default
 from seqpasses.core.partial import Known
@@ -125,12 +125,31 @@ def slice_dims(
         size = data[axis]
         if isinstance(size, int):
             dims[axis] = _slice_length(size, start, end, step)
-        elif isinstance(size, ir.SymbolicDim) and size.value and start == 0 and step == 1:
-            if end >= INT64_MAX // 2:
-                dims[axis] = size
-            elif end > 0 and cap_of(size) is None:
-                dims[axis] = capped(size.value, end)
+        elif isinstance(size, ir.SymbolicDim) and size.value and step == 1:
+            found = _named_length(size, start, end)
+            if not _unknown(found):
+                dims[axis] = found
     return ir.Shape(dims)
+
+
+def _named_length(size: ir.SymbolicDim, start: int, end: int) -> Dim:
+    """How many elements a Slice of step 1 takes from an axis of the named ``size``: ``size``
+    itself from 0 to past its end; ``min(size, end)`` to a constant end from 0; ``size`` less
+    what is cut where the size is sure to reach the bounds (a chomp ``x[:-2]`` of ``T+2`` is
+    ``T``; ``x[-3:]`` of ``T+4`` is 3); else unknown (a bound may pass the end: ONNX clamps)."""
+    past = end >= INT64_MAX // 2
+    if start == 0 and past:
+        return size
+    if start == 0 and end > 0:
+        return capped(size.value or "", end) if cap_of(size) is None else ir.SymbolicDim(None)
+    if start >= 0 and (past or end < 0):
+        cut = start - (0 if past else end)  # (elements before start and after end)
+        return add_dims([size, -cut]) if at_least(size, cut) else ir.SymbolicDim(None)
+    if start >= 0 and end >= start:  # (both from the front, the size reaching the end)
+        return end - start if at_least(size, end) else ir.SymbolicDim(None)
+    if start < 0 and (past or end < 0) and at_least(size, -start):
+        return max(0, (0 if past else end) - start)
+    return ir.SymbolicDim(None)
 
 
 def _to_named_end(size: Dim, end: str) -> Dim:

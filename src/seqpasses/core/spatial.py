@@ -1,6 +1,7 @@
 """Dims computed from other dims by arithmetic onnx's inference does not do on names: the
 spatial dims of a convolution or pooling window (``floor((H-1)/2)+1``), of a transposed
-convolution (``2*H``), and the axis of a concatenation (``M+N``). Pure functions of the
+convolution (``2*H``), of a ``Resize`` (to sizes read in part, or by whole scales: ``2*H``),
+and the axis of a concatenation (``M+N``). Pure functions of the
 inputs' shapes and the node's attributes; a dim they cannot tell is unnamed (unknown).
 
 Only the NOTSET, VALID and SAME paddings of the spec are followed; a pooling window with
@@ -11,13 +12,13 @@ its ``output_shape`` is left unknown.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import onnx_ir as ir
 
 from seqpasses.core.dims import Dim, add_dims, floor_div, scale_dim
 
-__all__ = ["WINDOWED", "concat_dims", "windowed_shape"]
+__all__ = ["WINDOWED", "concat_dims", "resized_shape", "windowed_shape"]
 
 WINDOWED = frozenset(
     {"Conv", "ConvInteger", "QLinearConv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool"}
@@ -163,4 +164,41 @@ def concat_dims(node: ir.Node, shapes: Sequence[ir.Shape | None]) -> ir.Shape | 
         else:
             first = column[0]
             dims.append(first if all(d == first for d in column) else _UNKNOWN)
+    return ir.Shape(dims)
+
+
+def resized_shape(
+    node: ir.Node, data: ir.Shape | None, read: Callable[[int], list[Dim | bool | None] | None]
+) -> ir.Shape | None:
+    """A ``Resize``'s output (opset 11 on; ``read(k)``: input ``k``'s entries, known in part):
+    its ``sizes`` where given, each axis by its whole ``scale`` otherwise (``floor(H * 2)`` is
+    ``2*H``; a scale that is not whole is left unknown unless the axis is a number), on the
+    ``axes`` given or all. Only the ``stretch`` policy and a resize without a crop are
+    followed; None otherwise."""
+    if data is None or len(node.inputs) < 3:
+        return None
+    if node.attributes.get_string("keep_aspect_ratio_policy", "stretch") != "stretch":
+        return None
+    mode = node.attributes.get_string("coordinate_transformation_mode", "half_pixel")
+    if mode == "tf_crop_and_resize":
+        return None
+    rank = len(data)
+    axes = node.attributes.get_ints("axes", None)
+    axes = list(range(rank)) if axes is None else [a + rank if a < 0 else a for a in axes]
+    if any(not 0 <= a < rank for a in axes) or len(set(axes)) != len(axes):
+        return None
+    sizes = read(3) if len(node.inputs) > 3 and node.inputs[3] is not None else None
+    scales = read(2) if node.inputs[2] is not None else None
+    dims = list(data)
+    if sizes:  # (an empty vector stands for no input)
+        if len(sizes) != len(axes):
+            return None
+        for axis, size in zip(axes, sizes, strict=True):
+            dims[axis] = size if isinstance(size, int | ir.SymbolicDim) else _UNKNOWN
+        return ir.Shape([d if not isinstance(d, bool) else _UNKNOWN for d in dims])
+    if not scales or len(scales) != len(axes):
+        return None  # (a scale that is not whole reads as unknown: the whole vector is)
+    for axis, scale in zip(axes, scales, strict=True):
+        whole = isinstance(scale, int) and not isinstance(scale, bool) and scale > 0
+        dims[axis] = scale_dim(dims[axis], scale) if whole else _UNKNOWN  # type: ignore[arg-type]
     return ir.Shape(dims)
