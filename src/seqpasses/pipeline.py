@@ -32,8 +32,8 @@ from seqpasses.core.skeleton import Skeleton, skeleton
 from seqpasses.errors import BadInputError, SelfCheckError
 from seqpasses.loading import Loaded, load
 from seqpasses.options import Group, Options
-from seqpasses.passes import FoldSequencesPass
 from seqpasses.passes.fill_shapes import fill_shapes_in_place
+from seqpasses.passes.fold_sequences import FoldSequencesPass
 from seqpasses.passes.input_shapes import fix_input_shapes
 from seqpasses.passes.repair_shapes import repair_declarations
 from seqpasses.progress import stage
