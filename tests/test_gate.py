@@ -435,3 +435,46 @@ def test_a_model_with_a_missing_shape_field_optimizes_and_verifies() -> None:
     after = ReferenceEvaluator(result).run(None, feeds)
     for a, b in zip(before, after, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_missing_shape_field_and_a_fault_only_inference_sees_is_refused() -> None:
+    # a Loop carrying a list at opset 11 (Loop takes lists from opset 13): the checker says
+    # only that the output has no shape field, onnx's strict inference and ONNX Runtime see
+    # the type the Loop does not take
+    from seqpasses.checks.admission import admit
+
+    body = h.make_graph(
+        [h.make_node("SequenceInsert", ["s_in", "x"], ["s_out"])],
+        "body",
+        [
+            h.make_tensor_value_info("i", T.INT64, []),
+            h.make_tensor_value_info("c", T.BOOL, []),
+            h.make_value_info(
+                "s_in", h.make_sequence_type_proto(h.make_tensor_type_proto(T.FLOAT, None))
+            ),
+        ],
+        [
+            h.make_tensor_value_info("c", T.BOOL, []),
+            h.make_value_info(
+                "s_out", h.make_sequence_type_proto(h.make_tensor_type_proto(T.FLOAT, None))
+            ),
+        ],
+    )
+    nodes = [
+        h.make_node("Constant", [], ["n"], value=numpy_helper.from_array(np.array(2, np.int64))),
+        h.make_node("Constant", [], ["t"], value=numpy_helper.from_array(np.array(True))),
+        h.make_node("SequenceEmpty", [], ["s0"], dtype=T.FLOAT),
+        h.make_node("Loop", ["n", "t", "s0"], ["s"], body=body),
+        h.make_node("ConcatFromSequence", ["s"], ["y"], axis=0),
+    ]
+    graph = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("x", T.FLOAT, [2])],
+        [h.make_tensor_value_info("y", T.FLOAT, None)],
+    )
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 11)])
+    with pytest.raises(BadInputError, match="ONNX Runtime cannot load it either"):
+        admit(model, "m.onnx")
+    model.opset_import[0].version = 13  # (where Loop takes lists: taken, ONNX Runtime not asked)
+    assert not admit(model, "m.onnx").by_runtime

@@ -7,8 +7,8 @@ still optimized when ONNX Runtime can load it, with one warning that lists what 
 said (``strict=True``, the CLI's ``--strict-input``, refuses it). A model that neither
 accepts is refused with one line. ONNX Runtime is not asked where its answer is known: a
 model whose only fault is graph values declared without a shape field (which the checker
-takes once the fields are there, and ONNX Runtime reads as shapes not known) is taken as a
-model the checker passes. Model-local functions are checked one by one, whatever the
+takes once the fields are there, and ONNX Runtime reads as shapes not known), and which onnx's
+strict inference takes, is taken as a model the checker passes. Model-local functions are checked one by one, whatever the
 IR version (the checker skips them below IR 8) and whether or not the graph calls them.
 
 Some models use types onnx_ir cannot hold (``map`` and ``seq(map)`` of scikit-learn's
@@ -27,6 +27,7 @@ import onnx
 import onnx_ir as ir
 
 from seqpasses.checks.external import external_tensors
+from seqpasses.core.onnx_inference import infer
 from seqpasses.core.pause import no_cycle_collection
 from seqpasses.core.proto import all_proto_graphs
 from seqpasses.core.skeleton import proto_skeleton
@@ -178,7 +179,7 @@ def admit(
 def _only_shape_fields(model: onnx.ModelProto) -> bool:
     """Whether the checker's only complaint of ``model`` is its main graph's inputs or outputs
     declared without a shape field: it passes a copy that has them (rank 0: the checker reads
-    no shape unless it infers them). The copy is the model's skeleton, without the weights; a
+    no shape unless it infers them), and onnx's strict inference passes the model. The copy is the model's skeleton, without the weights; a
     model with data on disk the skeleton keeps (a Constant's) is left to ONNX Runtime."""
     skeleton = proto_skeleton(model).proto
     if external_tensors(skeleton):
@@ -196,7 +197,14 @@ def _only_shape_fields(model: onnx.ModelProto) -> bool:
     values = [*copy.graph.input, *copy.graph.output]
     for k in bare:
         values[k].type.tensor_type.shape.SetInParent()
-    return not checker_complaints(copy)
+    if checker_complaints(copy):
+        return False
+    try:  # (and onnx's strict inference, which ONNX Runtime's loading also runs: a type
+        # an op does not take, a Loop carrying a list before opset 13, is its fault too)
+        infer(skeleton, strict=True)
+    except Exception:
+        return False
+    return True
 
 
 def unknown_opset(model: onnx.ModelProto) -> str:
