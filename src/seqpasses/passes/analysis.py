@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 import onnx_ir as ir
 
-from seqpasses.core.graph import clear_inputs
+from seqpasses.core.graph import DEFAULT_DOMAINS, GRAPH_HOLDERS, all_nodes, clear_inputs
+from seqpasses.core.ops import LEFT_OPS
 from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
 from seqpasses.options import FoldOptions
 from seqpasses.passes.walk import main_opset
@@ -33,9 +34,24 @@ def analyze(model: ir.Model, options: FoldOptions | None = None) -> Analysis:
     SequenceAt/ConcatFromSequence/SequenceLength outputs get the type and shape their rewrite
     would have.
     """
+    if not _has_lists(model):  # (nothing the walk follows: a plain model learns nothing)
+        return Analysis({}, {}, set())
     walker = Walker(DRY_TABLE, options or FoldOptions(), Report(), dry=True)
     opset = main_opset(model)
     walker.run_model(model, opset)
     for node in walker.edits.created:  # the descriptive nodes must not stay users of real values
         clear_inputs(node)
     return Analysis(walker.facts.values, walker.facts.ints, set(walker.facts.proven))
+
+
+def _has_lists(model: ir.Model) -> bool:
+    """Whether ``model`` holds anything the walk follows: a sequence or optional op, a
+    subgraph, a call of a function, or a graph input that is not a tensor."""
+    if any(not isinstance(v.type, ir.TensorType | None) for v in model.graph.inputs):
+        return True
+    return any(
+        node.op_type in LEFT_OPS
+        or node.op_type in GRAPH_HOLDERS
+        or node.domain not in DEFAULT_DOMAINS
+        for node in all_nodes(model)
+    )
