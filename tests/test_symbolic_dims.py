@@ -157,8 +157,10 @@ g (float[B,T,4] x, float[B,2,4] z, float[1,1,4] cls, float[B,15,H,W] f, float[B,
   e = Expand (cls, wanted)
   tokens = Concat <axis = 1> (e, x)
   hw = Shape <start = 2> (f)
+  wl = Shape <start = 3> (f)
+  three = Constant <value = int64[1] {3}> ()
   five = Constant <value = int64[1] {5}> ()
-  t5 = Concat <axis = 0> (bu, m1, five, hw)
+  t5 = Concat <axis = 0> (bu, three, five, m1, wl)
   v = Reshape (f, t5)
   tp = Transpose <perm = [0, 3, 4, 1, 2]> (v)
   t3 = Concat <axis = 0> (bu, m1, five)
@@ -286,7 +288,7 @@ def _feeds(case: str, sizes: dict[str, int]) -> dict[str, np.ndarray]:
         (
             # what vision and sequence exports do with sizes: a causal conv's chomp x[:, :-2]
             # and the slices a size is sure to reach; torch's expand(b, -1, -1) of a class
-            # token; view(B, -1, 5, H, W) and its flattening; a resize to another's size
+            # token; view(B, 3, 5, -1, W) and its flattening; a resize to another's size
             # and by whole scales
             "vision",
             VISION,
@@ -354,3 +356,34 @@ def test_products_multiply_out_and_sizes_settle_comparisons() -> None:
     assert at_least(add_dims([t, 2]), 2) and not at_least(add_dims([t, 2]), 3)
     assert not at_least(add_dims([t, -1]), 0)  # (T-1 is -1 where T is 0)
     assert at_least(t, 0) and not at_least(ir.SymbolicDim(None), 0)
+
+
+def test_labels_and_zero_entries_give_no_number_a_run_refutes(tmp_path: Path) -> None:
+    # an input dim named like arithmetic ("T+2") is a label: any size, not two more than a T
+    model = (
+        HEADER
+        + """
+g (float[N,"T+2"] x) => (float[N,?] tail) {
+  m2 = Constant <value = int64[1] {-2}> ()
+  big = Constant <value = int64[1] {9223372036854775807}> ()
+  one = Constant <value = int64[1] {1}> ()
+  tail = Slice (x, m2, big, one)
+}
+"""
+    )
+    _, claims = _written(model, tmp_path)
+    assert claims["tail"] == ["N", None]  # (not 2: the label may be 1 or 0)
+
+
+def test_a_reshape_entry_that_may_be_zero_is_not_claimed_where_it_would_copy() -> None:
+    import onnx_ir as ir
+
+    from seqpasses.core.shape_rules import _reshaped
+
+    a, b, k, n = (ir.SymbolicDim(x) for x in "ABKN")
+    # [K, -1] of [A, B]: K = 0 takes A there (without allowzero)
+    assert list(_reshaped([a, b], [k, -1], False)) == [ir.SymbolicDim(None)] * 2
+    assert _reshaped([a, b], [k, -1], True) == ir.Shape([k, ir.SymbolicDim(None)])  # (allowzero)
+    # [B*N, 16] of [B, N, 16]: a run with B*N = 0 that succeeds has B = 0 there too
+    bn = ir.SymbolicDim("B*N")
+    assert list(_reshaped([b, n, 16], [bn, 16], False)) == [bn, 16]

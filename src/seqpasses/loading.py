@@ -17,6 +17,7 @@ import onnx_ir as ir
 from seqpasses.checks.admission import admit, to_ir, unknown_opset
 from seqpasses.checks.external import check_external_data
 from seqpasses.checks.functions import expanded_nodes
+from seqpasses.core.arithmetic import opaque_labels
 from seqpasses.core.graph import number_nodes
 from seqpasses.core.pause import no_cycle_collection
 from seqpasses.core.proto import all_proto_nodes
@@ -185,6 +186,13 @@ def load(
         proto, folder = read_model(path, name)
         if folder is None:  # (a pipe, read once: no second read by the checker)
             path = None
+    opaque_labels(
+        dim.dim_param
+        for value in proto.graph.input
+        if value.type.HasField("tensor_type")
+        for dim in value.type.tensor_type.shape.dim
+        if dim.dim_param
+    )
     why = _too_wide(proto, options.max_split)
     if why:  # (before admission: onnx's checker alone walks every one of its outputs)
         return Loaded(proto, None, name, folder, why, [], "limit", file=path)

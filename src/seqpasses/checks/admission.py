@@ -5,11 +5,10 @@ IR version older than the opsets expect, partial ``value_info`` ... fail it, yet
 loads and runs such models, and exporters write them. So a model that fails the checker is
 still optimized when ONNX Runtime can load it, with one warning that lists what the checker
 said (``strict=True``, the CLI's ``--strict-input``, refuses it). A model that neither
-accepts is refused with one line. ONNX Runtime is not asked where its answer is known: a
-model whose only fault is graph values declared without a shape field (which the checker
-takes once the fields are there, and ONNX Runtime reads as shapes not known), and which onnx's
-strict inference takes, is taken as a model the checker passes. Model-local functions are checked one by one, whatever the
-IR version (the checker skips them below IR 8) and whether or not the graph calls them.
+accepts is refused with one line. ONNX Runtime is asked once: a model whose only fault is
+graph values declared without a shape field (which the checker takes once the fields are
+there) is then a model like one the checker passes, and its result is checked as such; a
+model taken for ONNX Runtime's word on other faults has its result loaded there too.
 
 Some models use types onnx_ir cannot hold (``map`` and ``seq(map)`` of scikit-learn's
 ``ZipMap``, sparse tensors): :func:`to_ir` says why, and such a model is handed back
@@ -27,7 +26,6 @@ import onnx
 import onnx_ir as ir
 
 from seqpasses.checks.external import external_tensors
-from seqpasses.core.onnx_inference import infer
 from seqpasses.core.pause import no_cycle_collection
 from seqpasses.core.proto import all_proto_graphs
 from seqpasses.core.skeleton import proto_skeleton
@@ -153,14 +151,6 @@ def admit(
     count = f" ({len(complaints)} complaints)" if len(complaints) > 1 else ""
     if strict:
         raise BadInputError(f"{name}: the model fails the ONNX checker{count}: {said}")
-    if _only_shape_fields(model):
-        return Admitted(
-            [
-                f"{name}: the ONNX checker says{count}: {said}; a graph value without a shape "
-                "field is one ONNX Runtime takes (its shape not known), so the model is "
-                "optimized anyway (--strict-input refuses it)"
-            ]
-        )
     refusal = runtime_says(path if path is not None else model)
     if refusal:
         raise BadInputError(
@@ -172,15 +162,15 @@ def admit(
             f"{name}: the ONNX checker says{count}: {said}; ONNX Runtime loads the model, so "
             "it is optimized anyway (--strict-input refuses it)"
         ],
-        by_runtime=True,
+        by_runtime=not _only_shape_fields(model),
     )
 
 
 def _only_shape_fields(model: onnx.ModelProto) -> bool:
     """Whether the checker's only complaint of ``model`` is its main graph's inputs or outputs
     declared without a shape field: it passes a copy that has them (rank 0: the checker reads
-    no shape unless it infers them), and onnx's strict inference passes the model. The copy is the model's skeleton, without the weights; a
-    model with data on disk the skeleton keeps (a Constant's) is left to ONNX Runtime."""
+    no shape unless it infers them). The copy is the model's skeleton, without the weights; a
+    model with data on disk the skeleton keeps (a Constant's) is not asked about."""
     skeleton = proto_skeleton(model).proto
     if external_tensors(skeleton):
         return False
@@ -197,14 +187,7 @@ def _only_shape_fields(model: onnx.ModelProto) -> bool:
     values = [*copy.graph.input, *copy.graph.output]
     for k in bare:
         values[k].type.tensor_type.shape.SetInParent()
-    if checker_complaints(copy):
-        return False
-    try:  # (and onnx's strict inference, which ONNX Runtime's loading also runs: a type
-        # an op does not take, a Loop carrying a list before opset 13, is its fault too)
-        infer(skeleton, strict=True)
-    except Exception:
-        return False
-    return True
+    return not checker_complaints(copy)
 
 
 def unknown_opset(model: onnx.ModelProto) -> str:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterable
+from contextvars import ContextVar
 
 import onnx_ir as ir
 
@@ -24,6 +26,7 @@ __all__ = [
     "divide_dims",
     "floor_div",
     "multiply_dims",
+    "opaque_labels",
     "scale_dim",
 ]
 
@@ -215,11 +218,24 @@ def floor_div(dim: Dim, divisor: int, *, ceil: bool = False) -> Dim:
     return ir.SymbolicDim(f"{'ceil' if ceil else 'floor'}({inner}/{divisor})")
 
 
+_OPAQUE: ContextVar[frozenset[str]] = ContextVar("seqpasses_opaque_dims", default=frozenset())
+
+
+def opaque_labels(labels: Iterable[str]) -> None:
+    """Take the dims a model's inputs are declared with as labels: one whose name reads as
+    arithmetic (``T+2``) is whatever size a run gives, not two more than a ``T``, so each is
+    one name here (``(T+2)``), never a sum with a constant to reason from. Set by the loading
+    of every model, for the run that follows it."""
+    _OPAQUE.set(frozenset(label for label in labels if not _NAME.match(label)))
+
+
 def _terms_of(dim: Dim) -> Counter[str] | None:
     if isinstance(dim, int):
         return Counter({"": dim})
     if dim.value is None:
         return None
+    if dim.value in _OPAQUE.get():
+        return Counter({f"({dim.value})": 1})
     parsed = _parse(dim.value)
     if parsed is not None:
         return parsed

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import onnx_ir as ir
 
+from seqpasses.core.arithmetic import at_least
 from seqpasses.core.dims import (
     Dim,
     add_dims,
@@ -174,6 +175,8 @@ def _reshaped(data: list[Dim], target: list[Dim], allowzero: bool) -> ir.Shape |
             if k >= len(data):
                 return None
             dims.append(data[k])
+        elif not allowzero and _copies(target, k, data):
+            dims.append(ir.SymbolicDim(None))  # (a run's 0 there copies the data's dim)
         elif d == -1:
             if inferred is not None:
                 return None
@@ -199,6 +202,19 @@ def _reshaped(data: list[Dim], target: list[Dim], allowzero: bool) -> ir.Shape |
                 known = multiply_dims(known, d)
             dims[inferred] = divide_dims(whole, known)
     return ir.Shape(dims)
+
+
+def _copies(target: list[Dim], k: int, data: list[Dim]) -> bool:
+    """Whether a Reshape's named target entry ``k`` may be 0 at run time where the output then
+    differs from it: without ``allowzero`` a 0 takes the data's dim there instead. Not where
+    the entry is that dim, or is at least 1, or every other entry is a number above 0 (a run
+    that succeeds then has no elements, and the data's dim copied is 0 too)."""
+    d = target[k]
+    if not isinstance(d, ir.SymbolicDim) or d.value is None or k >= len(data):
+        return False
+    if same_dim(d, data[k]) or at_least(d, 1):
+        return False
+    return not all(isinstance(e, int) and e > 0 for j, e in enumerate(target) if j != k)
 
 
 def _cancelled(top: list[Dim], bottom: list[Dim]) -> tuple[list[Dim], list[Dim]]:
