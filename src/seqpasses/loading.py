@@ -209,8 +209,17 @@ def load(
     with no_cycle_collection():
         model = given if given is not None else to_ir(proto)
         if isinstance(model, str):
-            kind = "unknown-sequence"
-            return Loaded(proto, None, name, folder, model, warnings, kind, path, by_runtime)
+            return Loaded(
+                proto,
+                None,
+                name,
+                folder,
+                model,
+                warnings,
+                "unknown-sequence",
+                file=path,
+                by_runtime=by_runtime,
+            )
         _set_base_dirs(model, folder)
         _unknown_dims(model)
         forget_guesses(model)

@@ -9,6 +9,8 @@ accepts is refused with one line. ONNX Runtime is asked once: a model whose only
 graph values declared without a shape field (which the checker takes once the fields are
 there) is then a model like one the checker passes, and its result is checked as such; a
 model taken for ONNX Runtime's word on other faults has its result loaded there too.
+Model-local functions are checked one by one, whatever the IR version (the checker skips them
+below IR 8) and whether or not the graph calls them.
 
 Some models use types onnx_ir cannot hold (``map`` and ``seq(map)`` of scikit-learn's
 ``ZipMap``, sparse tensors): :func:`to_ir` says why, and such a model is handed back

@@ -154,13 +154,13 @@ def divide_dims(a: Dim, b: Dim) -> Dim:
     hold ``b``'s; unnamed (unknown) otherwise."""
     if isinstance(a, int) and isinstance(b, int):
         return a // b if b and a % b == 0 else ir.SymbolicDim(None)
-    if isinstance(b, int) and b > 0:  # (a sum whose every factor it divides: (4*H+4)/2)
+    if isinstance(b, int):  # (a sum whose every factor it divides: (4*H+4)/2)
         terms = _terms_of(a)
-        if terms is None or any(k % b for k in terms.values()):
+        if b <= 0 or terms is None or any(k % b for k in terms.values()):
             return ir.SymbolicDim(None)
         return _format(Counter({name: k // b for name, k in terms.items()}))
     top = (a, "") if isinstance(a, int) else _single(a)
-    bottom = (b, "") if isinstance(b, int) else _single(b)
+    bottom = _single(b)
     if top is None or bottom is None or not bottom[0] or top[0] % bottom[0]:
         return ir.SymbolicDim(None)
     names = Counter(n for n in top[1].split("*") if n)

@@ -137,10 +137,7 @@ def _node_vector(
     if op in ("Identity", "Unsqueeze", "Squeeze", "Reshape") and value is node.outputs[0]:
         found = read(0)
         if found is not None and op == "Reshape" and len(found) > 1:  # (a vector as a vector)
-            wanted = constant(inputs[1]) if len(inputs) > 1 and inputs[1] is not None else None
-            if wanted is None or np.asarray(wanted).ndim != 1:
-                return None
-            return found if np.asarray(wanted).tolist() in ([-1], [len(found)]) else None
+            return found if read(1) in ([-1], [len(found)]) else None
         return found if op == "Identity" or (found is not None and len(found) == 1) else None
     if op == "Cast":
         found = read(0)
@@ -258,7 +255,7 @@ def _symbolic(op: str) -> Callable[[Known, Known], Known]:
             return _name(multiply_dims(x, y))  # type: ignore[arg-type]  # (B*S)
         if op == "Div" and isinstance(y, int) and y > 0 and _plain_name(x):
             return _name(floor_div(x, y))  # type: ignore[arg-type]  # (a dim: never negative)
-        if op in _ORDER and (isinstance(x, int) or isinstance(y, int)):
+        if op in _FLIPPED and (isinstance(x, int) or isinstance(y, int)):
             return _ordered(op, x, y)
         same = isinstance(x, ir.SymbolicDim) and isinstance(y, ir.SymbolicDim)
         same = same and x.value == y.value  # type: ignore[union-attr]
@@ -280,7 +277,6 @@ _FLIPPED = {
     "LessOrEqual": "GreaterOrEqual",
     "GreaterOrEqual": "LessOrEqual",
 }
-_ORDER = frozenset(_FLIPPED)
 
 
 def _ordered(op: str, x: Known, y: Known) -> Known:

@@ -194,8 +194,9 @@ def resized_shape(
         if len(sizes) != len(axes):
             return None
         for axis, size in zip(axes, sizes, strict=True):
-            dims[axis] = size if isinstance(size, int | ir.SymbolicDim) else _UNKNOWN
-        return ir.Shape([d if not isinstance(d, bool) else _UNKNOWN for d in dims])
+            known = isinstance(size, int | ir.SymbolicDim) and not isinstance(size, bool)
+            dims[axis] = size if known else _UNKNOWN  # type: ignore[assignment]
+        return ir.Shape(dims)
     if not scales or len(scales) != len(axes):
         return None  # (a scale that is not whole reads as unknown: the whole vector is)
     for axis, scale in zip(axes, scales, strict=True):
