@@ -725,15 +725,34 @@ def _save(
     model.producer_name = "pytorch"
     onnx.checker.check_model(model, full_check=True)
     onnx.save(model, out_dir / f"{name}.onnx")
+    save_runs(out_dir / f"{name}.npz", case.input_names, runs)
+
+
+def save_runs(
+    path: Path,
+    input_names: list[str],
+    runs: list[tuple[tuple[Tensor | int, ...], list[np.ndarray]]],
+) -> None:
+    """The ``.npz`` beside an export: for each run ``k``, its inputs (``run<k>.input:<name>``)
+    and PyTorch's outputs (``run<k>.output:<i>``)."""
     arrays: dict[str, np.ndarray] = {}
     for k, (inputs, expected) in enumerate(runs):
-        for input_name, tensor in zip(case.input_names, inputs, strict=True):
+        for input_name, tensor in zip(input_names, inputs, strict=True):
             arrays[f"run{k}.input:{input_name}"] = (
                 tensor.numpy() if isinstance(tensor, Tensor) else np.array(tensor, dtype=np.int64)
             )
         for i, array in enumerate(expected):
             arrays[f"run{k}.output:{i}"] = array
-    np.savez(out_dir / f"{name}.npz", **arrays)  # type: ignore[arg-type]
+    np.savez(path, **arrays)  # type: ignore[arg-type]
+
+
+def out_dir_and_only(argv: list[str], default: Path) -> tuple[Path, set[str] | None]:
+    """An export script's ``[OUTDIR] [--only NAME ...]``: the folder (made) and the names."""
+    only = set(argv[argv.index("--only") + 1 :]) if "--only" in argv else None
+    argv = argv[: argv.index("--only")] if "--only" in argv else argv
+    out_dir = Path(argv[0]) if argv else default
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return out_dir, only
 
 
 def export_torchscript(case: Case, out_dir: Path, opset: int = OPSET) -> str:
@@ -771,10 +790,7 @@ def export_dynamo(case: Case, out_dir: Path) -> str:
 
 def main(argv: list[str]) -> int:
     """``[OUTDIR] [--only NAME ...]``: every case, or only the named ones."""
-    only = set(argv[argv.index("--only") + 1 :]) if "--only" in argv else None
-    argv = argv[: argv.index("--only")] if "--only" in argv else argv
-    out_dir = Path(argv[0]) if argv else Path("sample_models") / "torch"
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir, only = out_dir_and_only(argv, Path("sample_models") / "torch")
     for case in _cases():
         if only is not None and case.name not in only:
             continue

@@ -27,6 +27,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import torch
+from export_torch_models import out_dir_and_only, save_runs
 from torch import Tensor, nn
 from torch_vision_exports import (
     FPN,
@@ -183,13 +184,9 @@ def _save(out_dir: Path, name: str, model: onnx.ModelProto, case: Case, expected
     _symbolic_inputs(model, case)
     path = out_dir / f"{name}.onnx"
     onnx.save(model, path)  # (small: the initializers stay in the file)
-    arrays: dict[str, np.ndarray] = {}
-    for k, (inputs, outputs) in enumerate(zip(case.runs, expected, strict=True)):
-        for input_name, tensor in zip(case.input_names, inputs, strict=True):
-            arrays[f"run{k}.input:{input_name}"] = tensor.numpy()
-        for i, array in enumerate(outputs):
-            arrays[f"run{k}.output:{i}"] = array
-    np.savez(out_dir / f"{name}.npz", **arrays)  # type: ignore[arg-type]
+    save_runs(
+        out_dir / f"{name}.npz", case.input_names, list(zip(case.runs, expected, strict=True))
+    )
     _check_on_ort(path, case, expected)
     return path
 
@@ -270,10 +267,7 @@ def _describe(path: Path) -> str:
 
 def main(argv: list[str]) -> int:
     """``[OUTDIR] [--only NAME ...]``: every case, or only the named ones."""
-    only = set(argv[argv.index("--only") + 1 :]) if "--only" in argv else None
-    argv = argv[: argv.index("--only")] if "--only" in argv else argv
-    out_dir = Path(argv[0]) if argv else Path("sample_models") / "vision"
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir, only = out_dir_and_only(argv, Path("sample_models") / "vision")
     torch.backends.mha.set_fastpath_enabled(False)  # (the exporters take no fused attention)
     for case in _cases():
         if only is not None and case.name not in only:
