@@ -8,7 +8,10 @@ and numbers, failures included:
   an unread ``Gather`` of that row (it fails where the edit does), not a ``Range`` of every
   position and a ``Gather`` of every row kept;
 - a ConcatFromSequence of a list that may be empty keeps its failure by an unread ``Gather``
-  of row 0, not by gathering row 0 and concatenating it back.
+  of row 0, not by gathering row 0 and concatenating it back;
+- an edit at a run-time position of a list of a small known length is a ``Gather`` of its
+  rows by a row of a constant table (an insert reads its tables at ``2p``), not a
+  normalization of the position (``Less``, ``Sub``, ``Where``) and slices around it.
 """
 
 from __future__ import annotations
@@ -180,4 +183,44 @@ def test_a_concatenation_of_a_list_that_may_be_empty_is_the_tensor_itself() -> N
     ops = op_counts(optimized)
     assert ops["Concat"] == 0 and ops["Gather"] == 1, ops  # (the unread check)
     feeds = [{"x": np.ones((rows, 3), np.float32)} for rows in (0, 1, 3)]
+    _check(model, optimized, feeds)
+
+
+EDIT_AT = """<ir_version: 8, opset_import: ["" : OPSET]>
+g (float[2,3] x, float[2,3] y, IDX p) => (float[ROWS,2,3] out, int64 n) {
+  s = SequenceConstruct(x, y, x)
+  r = Mul(x, y)
+  e = EDIT
+  out = ConcatFromSequence<axis = 0, new_axis = 1>(e)
+  n = SequenceLength(e)
+}"""
+
+
+@pytest.mark.parametrize("opset", [11, 13, 18])
+@pytest.mark.parametrize("dtype", ["int64", "int32"])
+@pytest.mark.parametrize(
+    "edit", ["SequenceInsert(s, r, p)", "SequenceErase(s, p)"], ids=["insert", "erase"]
+)
+def test_an_edit_at_a_run_time_position_of_a_small_list_is_a_table_row(
+    edit: str, dtype: str, opset: int
+) -> None:
+    inserting = edit.startswith("SequenceInsert")
+    text = EDIT_AT.replace("EDIT", edit).replace("IDX", dtype).replace("OPSET", str(opset))
+    model = onnx.parser.parse_model(text.replace("ROWS", "4" if inserting else "2"))
+    report = seqpasses.Report()
+    optimized = seqpasses.optimize(model, report=report)
+    assert sequence_op_count(optimized) == 0, [(r.op_type, r.detail) for r in report.left]
+    ops = op_counts(optimized)
+    for slow in ("Less", "Where", "Range", "Slice", "GreaterOrEqual", "Cast", "Unsqueeze"):
+        assert ops[slow] == 0, ops
+    # the table of rows, that of the guard and the rows: three Gathers; the list (and the
+    # inserted row) stacked by one Concat and one Reshape
+    assert ops["Gather"] == 3 and ops["Concat"] == 1 and ops["Reshape"] == 1, ops
+    assert ops["Mul"] == 1 + int(inserting), ops  # (r, and 2p)
+    # every position the edit accepts, and one past each end: that fails as the edit does
+    reach = 3 if inserting else 2
+    positions = range(-reach - 2, reach + 2)
+    dt = np.int64 if dtype == "int64" else np.int32
+    y = -X - 1
+    feeds = [{"x": X, "y": y, "p": np.array(k, dtype=dt)} for k in positions]
     _check(model, optimized, feeds)

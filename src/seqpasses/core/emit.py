@@ -16,9 +16,10 @@ from typing import Protocol
 import numpy as np
 import onnx_ir as ir
 
-from seqpasses.core.dims import Dim, concat_dims, dims_of, merge_form
+from seqpasses.core.dims import Dim, concat_dims, dims_of
 from seqpasses.core.sequence import sequence_dtype
 from seqpasses.core.shape_rules import TypeAndShape
+from seqpasses.core.stack_form import stack_sources
 from seqpasses.core.strings import string_gather
 
 __all__ = ["Emitter", "EmitterCaches"]
@@ -222,10 +223,29 @@ class Emitter:
             and split.inputs[0] is not None
         ):
             return split.inputs[0]
+        stacked = self._stacked(inputs, axis)
+        if stacked is not None:
+            _declare(stacked, type, shape)
+            return stacked
         out = self._add("Concat", inputs, {"axis": axis}).outputs[0]
         out.type = self.type_of(inputs[0])
         out.shape = concat_dims([self._dims(v) for v in inputs], axis)
         _declare(out, type, shape)
+        return out
+
+    def _stacked(self, inputs: Sequence[ir.Value], axis: int) -> ir.Value | None:
+        """A stack (see :mod:`seqpasses.core.stack_form`) as ``Concat`` + ``Reshape``."""
+        found = stack_sources(inputs, axis, self._dims)
+        if found is None:
+            return None
+        parts, element = found
+        flat = self._add("Concat", parts, {"axis": axis}).outputs[0]
+        flat.type = self.type_of(parts[0])
+        flat.shape = concat_dims([list(element)] * len(parts), axis)
+        target = [*element[:axis], len(parts), *element[axis:]]
+        out = self._add("Reshape", [flat, self.int64s(target)]).outputs[0]
+        out.type = flat.type
+        out.shape = ir.Shape(target)
         return out
 
     def split(self, x: ir.Value, axis: int, sizes: Sequence[int]) -> list[ir.Value]:
@@ -257,93 +277,6 @@ class Emitter:
             if dims is not None and 0 <= axis < len(dims):
                 out.shape = ir.Shape([*dims[:axis], ir.SymbolicDim(None), *dims[axis + 1 :]])
         return list(node.outputs)
-
-    def merge_axes(
-        self,
-        x: ir.Value,
-        dims: Sequence[Dim],
-        axis: int,
-        first_positive: bool,
-        *,
-        shape: ir.Shape | None = None,
-    ) -> ir.Value | None:
-        """``x`` (of dims ``dims``) with axes ``axis`` and ``axis + 1`` merged into one, row
-        major: a ``Reshape`` whose target is right for every size, zero included; None where
-        the opset gives no such target (see :func:`merge_form`). ``first_positive``: dim
-        ``axis`` is at least 1 at run time; ``shape``: the result's, when the caller knows it
-        better."""
-        merged = self._merge_axes(x, dims, axis, first_positive)
-        if merged is not None:
-            _declare(merged, self.type_of(x), shape)
-        return merged
-
-    def _merge_axes(
-        self, x: ir.Value, dims: Sequence[Dim], axis: int, first_positive: bool
-    ) -> ir.Value | None:
-        form = merge_form(dims, axis, first_positive, self.opset)
-        if form is None:
-            return None
-        int64 = ir.TensorType(ir.DataType.INT64)
-        tail = list(dims[axis + 2 :])
-        if form == "infer":
-            target = self.int64s([0] * axis + [-1] + [d for d in tail if isinstance(d, int)])
-            return self.op("Reshape", [x, target], type=self.type_of(x))
-        first, second = dims[axis], dims[axis + 1]
-        known = first * second if isinstance(first, int) and isinstance(second, int) else None
-        shape: ir.Value | None = None
-        if known is None or form == "exact":
-            shape = self.op("Shape", [x], type=int64, shape=ir.Shape([len(dims)]))
-        merged: ir.Value | None = None
-        if known is None:
-            assert shape is not None
-            factors = [
-                self.int64s([d]) if isinstance(d, int) else self._dim(shape, k)
-                for k, d in ((axis, first), (axis + 1, second))
-            ]
-            merged = self.op("Mul", factors, type=int64, shape=ir.Shape([1]))
-        if form == "exact":  # opset 14+: every dim literal (allowzero), read off x where needed
-            assert shape is not None
-            parts = [
-                self.int64s([d]) if isinstance(d, int) else self._dim(shape, k)
-                for k, d in enumerate(dims[:axis])
-            ]
-            parts.append(merged if merged is not None else self.int64s([known or 0]))
-            parts += [
-                self.int64s([d]) if isinstance(d, int) else self._dim(shape, axis + 2 + k)
-                for k, d in enumerate(tail)
-            ]
-            target_shape = ir.Shape([len(dims) - 1])
-            if len(parts) == 1:
-                target = parts[0]
-            else:
-                target = self.concat(parts, 0, type=int64, shape=target_shape)
-            return self.op("Reshape", [x, target], type=self.type_of(x), allowzero=1)
-        # the same rank, a 1 beside the merged dim: every other dim is copied (a 0 in the
-        # target) from the same place in x; a merged dim of 0 copies the dim at its place,
-        # which is 0 too: the second one (one-before: the first is at least 1) or the first
-        # (one-after: the second is positive)
-        before = form == "one-before"
-        head, rest = [0] * axis, [0] * len(tail)
-        if merged is None:
-            assert known is not None
-            pair = [1, known] if before else [known, 1]
-            target = self.int64s([*head, *pair, *rest])
-        else:
-            one = self.int64s([1])
-            pieces = ([self.int64s(head)] if head else []) + (
-                [one, merged] if before else [merged, one]
-            )
-            pieces += [self.int64s(rest)] if rest else []
-            target = self.concat(pieces, 0, type=int64, shape=ir.Shape([len(dims)]))
-        size: Dim = ir.SymbolicDim(None) if known is None else known
-        pair_dims: list[Dim] = [1, size] if before else [size, 1]
-        kept_shape = ir.Shape([*dims[:axis], *pair_dims, *tail])
-        kept = self.op("Reshape", [x, target], type=self.type_of(x), shape=kept_shape)
-        return self.squeeze(kept, axis if before else axis + 1)
-
-    def _dim(self, shape: ir.Value, k: int) -> ir.Value:
-        int64 = ir.TensorType(ir.DataType.INT64)
-        return self.op("Gather", [shape, self.int64s([k])], type=int64, shape=ir.Shape([1]), axis=0)
 
     def sequence_construct(
         self, elements: Sequence[ir.Value], dtype: ir.DataType | None, like: ir.Value

@@ -21,6 +21,8 @@ from seqpasses.walk.context import Context
 
 __all__ = [
     "END",
+    "TABLE_ROWS",
+    "by_table",
     "check_row",
     "empty_rows",
     "joined",
@@ -31,6 +33,9 @@ __all__ = [
 ]
 
 END = 2**63 - 1
+
+TABLE_ROWS = 32
+"""A list of at most this many elements takes an edit at a run-time position from a table."""
 
 
 def empty_rows(
@@ -61,15 +66,17 @@ def length_of(emit: Emitter, st: StackedSequence) -> ir.Value:
     """``n``, an int64 scalar (read off the tensor when it holds a check: see ``checked``)."""
     if isinstance(st.length, int) and not st.checked:
         return emit.constant(np.array(st.length, dtype=np.int64))
-    int64, one, scalar = ir.TensorType(ir.DataType.INT64), ir.Shape([1]), ir.Shape([])
+    int64, scalar = ir.TensorType(ir.DataType.INT64), ir.Shape([])
     if isinstance(st.length, int) and st.guard is not None:
-        zero = emit.op("Mul", [st.guard, emit.int64s([0])], type=int64, shape=one)
-        n = emit.op("Add", [emit.int64s([st.length]), zero], type=int64, shape=one)
+        shape = st.guard.shape
+        n = emit.op("Add", [emit.int64(st.length), st.guard], type=int64, shape=shape)
+        if shape is not None and len(shape) == 0:
+            return n
         return emit.op("Gather", [n, emit.int64(0)], type=int64, shape=scalar, axis=0)
     rank = ir.Shape([len(st.element) + 1])
-    shape = emit.op("Shape", [st.tensor], type=int64, shape=rank)
+    shape_of = emit.op("Shape", [st.tensor], type=int64, shape=rank)
     first = emit.constant(np.array(0, dtype=np.int64))
-    return emit.op("Gather", [shape, first], type=int64, shape=scalar, axis=0)
+    return emit.op("Gather", [shape_of, first], type=int64, shape=scalar, axis=0)
 
 
 def positions(emit: Emitter, st: StackedSequence, extra: int) -> ir.Value:
@@ -192,13 +199,60 @@ def joined(
 
 
 def guard_of(emit: Emitter, st: StackedSequence, index: int | ir.Value) -> ir.Value | None:
-    """The guard (see :class:`StackedSequence`) of what an edit at ``index`` makes of ``st``:
-    the new check, the old one, or both."""
+    """The guard (see :class:`StackedSequence`) of what an edit at ``index`` (a normalized
+    position, checked) makes of ``st``: ``0 * index``, the old guard, or their sum."""
     if not isinstance(index, ir.Value):
         return st.guard
-    if st.guard is None or st.guard.graph is not index.graph:
-        return index
-    return emit.op("Add", [st.guard, index], type=emit.type_of(index), shape=ir.Shape([1]))
+    int64 = ir.TensorType(ir.DataType.INT64)
+    zero = emit.op("Mul", [index, emit.int64s([0])], type=int64, shape=ir.Shape([1]))
+    return joined_guard(emit, st, zero)
+
+
+def joined_guard(emit: Emitter, st: StackedSequence, zero: ir.Value) -> ir.Value:
+    """``zero`` (a new guard) with ``st``'s own, when it has one in the same graph."""
+    if st.guard is None or st.guard.graph is not zero.graph:
+        return zero
+    shape = zero.shape if zero.shape == st.guard.shape else ir.Shape([1])
+    return emit.op("Add", [st.guard, zero], type=emit.type_of(zero), shape=shape)
+
+
+def by_table(
+    emit: Emitter,
+    st: StackedSequence,
+    position: ir.Value,
+    shape: ir.Shape | None,
+    inserting: bool,
+) -> tuple[ir.Value, ir.Value] | None:
+    """An edit at a run-time ``position`` of a list of a small known length ``n``, as two
+    ``Gather``s of constant tables: the rows the result takes (of ``S`` for an erase, of
+    ``S`` with the new row after it for an insert), and its guard (zeros). Gather accepts
+    exactly ``[-m, m-1]`` for ``m`` rows: an erase accepts ``[-n, n-1]``, so it reads its
+    tables at ``p``; an insert accepts ``[-n, n]``, so at ``2p`` of tables of ``2n+1`` rows
+    (row ``i`` stands for position ``i // 2``: ``2p`` for ``p >= 0``, ``2n + 1 + 2p`` for
+    ``p < 0``, i.e. ``p + n``). Out of range both fail, as the edit does. None when ``n``
+    is not small, or the position (of shape ``shape``) is not known to be an integer scalar."""
+    n = st.length
+    if not isinstance(n, int) or n > TABLE_ROWS or (n == 0 and not inserting):
+        return None
+    if position.dtype not in (ir.DataType.INT64, ir.DataType.INT32):
+        return None
+    if shape is None or len(shape) != 0:
+        return None
+    index_type = ir.TensorType(position.dtype)
+    if inserting:
+        kept = [[*range(i // 2), n, *range(i // 2, n)] for i in range(2 * n + 1)]
+        two = np.array(2, dtype=position.dtype.numpy())
+        at = emit.op("Mul", [position, emit.constant(two)], type=index_type, shape=ir.Shape([]))
+    else:
+        kept = [[k for k in range(n) if k != i] for i in range(n)]
+        at = position
+    table = emit.constant(np.array(kept, dtype=np.int64).reshape(len(kept), -1))
+    int64 = ir.TensorType(ir.DataType.INT64)
+    width = ir.Shape([n + 1 if inserting else n - 1])
+    taken = emit.check(emit.op("Gather", [table, at], type=int64, shape=width, axis=0))
+    zeros = emit.constant(np.zeros(len(kept), dtype=np.int64))
+    guard = emit.op("Gather", [zeros, at], type=int64, shape=ir.Shape([]), axis=0)
+    return taken, guard
 
 
 def plus(length: object, k: int) -> int | ir.SymbolicDim:

@@ -31,6 +31,7 @@ import onnx_ir as ir
 
 from seqpasses.core.dims import bounded, same_shape, shape_text
 from seqpasses.core.emit import Emitter
+from seqpasses.core.merge import merge_axes
 from seqpasses.core.sequence import (
     PositionError,
     Reason,
@@ -82,6 +83,10 @@ def insert(ctx: Context, node: ir.Node, scope: Scope, because: Reason | None = N
         fixed = ctx.const_int(position)[0]
         if fixed is not None and not isinstance(st.length, int):
             return _inserted_at(emit, node, st, tensor, fixed)
+        if fixed is None:
+            table = rows.by_table(emit, st, position, scope.shapes.shape(position), True)
+            if table is not None:
+                return _edited_by_table(node, emit, st, table, emit.unsqueeze(tensor, 0))
         index = rows.normalized(ctx, emit, st, position, inserting=True)
     if isinstance(index, Reason):
         return Leave(reason=index)
@@ -102,6 +107,39 @@ def insert(ctx: Context, node: ir.Node, scope: Scope, because: Reason | None = N
     where = "at the back" if position is None else f"at {position.name!r}"
     record = Record("stacked-insert", f"a row {where} of a [n, *E] tensor", computed=True)
     return Fold(values={node.outputs[0]: grown}, records=[record])
+
+
+def _edited_by_table(
+    node: ir.Node,
+    emit: Emitter,
+    st: StackedSequence,
+    table: tuple[ir.Value, ir.Value],
+    row: ir.Value | None,
+) -> Outcome:
+    """An insert of ``row`` (None: an erase) at a run-time position of a list of a small known
+    length: the rows :func:`rows.by_table` picks, of ``S`` (and ``row`` after it), gathered."""
+    taken, zero = table
+    source = st.tensor
+    if row is not None:
+        full = ir.Shape([rows.plus(st.length, 1), *st.element])
+        source = emit.concat([source, row], 0, type=emit.type_of(st.tensor), shape=full)
+    length = rows.plus(st.length, 1 if row is not None else -1)
+    out = emit.op(
+        "Gather",
+        [source, taken],
+        type=emit.type_of(st.tensor),
+        shape=ir.Shape([length, *st.element]),
+        axis=0,
+    )
+    least = length if isinstance(length, int) else 0
+    guard = rows.joined_guard(emit, st, zero)
+    edited = StackedSequence(out, length, st.element, st.dtype, least, True, guard)
+    kind, what = ("insert", "a row") if row is not None else ("erase", "the row")
+    position = node.inputs[2 if row is not None else 1]
+    assert position is not None
+    text = f"{what} at {position.name!r} of a [n, *E] tensor: rows picked from a table"
+    record = Record(f"stacked-{kind}", text, computed=True)
+    return Fold(values={node.outputs[0]: edited}, records=[record])
 
 
 def _inserted_at(
@@ -167,6 +205,10 @@ def erase(ctx: Context, node: ir.Node, scope: Scope, because: Reason | None = No
     fixed = -1 if position is None else ctx.const_int(position)[0]
     if fixed is not None and not isinstance(st.length, int):
         return _erased_at(emit, node, st, fixed)
+    if position is not None and fixed is None:
+        table = rows.by_table(emit, st, position, scope.shapes.shape(position), False)
+        if table is not None:
+            return _edited_by_table(node, emit, st, table, None)
     static = position is None or fixed is not None
     known = None if static and isinstance(st.length, int) else rows.positions(emit, st, 0)
     index = rows.normalized(ctx, emit, st, position, inserting=False, known=known)
@@ -292,7 +334,7 @@ def _concat(ctx: Context, node: ir.Node, scope: Scope) -> Outcome:
                 *st.element[axis + 1 :],
             ]
         )
-        merged = emit.merge_axes(result, moved, axis, first_positive=True, shape=shape)
+        merged = merge_axes(emit, result, moved, axis, first_positive=True, shape=shape)
         assert merged is not None  # (a first dim of at least 1 always has a form)
         result = merged
     detail = f"new_axis={new_axis}, axis {axis} of a [n, *E] tensor"

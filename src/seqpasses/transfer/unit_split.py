@@ -21,6 +21,7 @@ import onnx_ir as ir
 
 from seqpasses.core.emit import Emitter
 from seqpasses.core.graph import is_default
+from seqpasses.core.merge import merge_axes
 from seqpasses.core.sequence import Reason, ones_as_long_as, split_squeezes
 from seqpasses.options import Group
 from seqpasses.transfer.common import concat_new_axis, follows_ort
@@ -191,7 +192,7 @@ def _restack(ctx: Context, node: ir.Node, scope: Scope, new_axis: int) -> Outcom
         )
     if merge:
         dims = [shape[d] for d in perm]
-        merged = emit.merge_axes(result, dims, axis, first_positive=True)
+        merged = merge_axes(emit, result, dims, axis, first_positive=True)
         assert merged is not None  # (a first dim of at least 1 always has a form)
         result = merged
     moved_text = (

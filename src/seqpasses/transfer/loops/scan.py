@@ -6,7 +6,7 @@ only at run time if need be):
 
 1. ``ConcatFromSequence(new_axis=1, axis=0)`` -> ``Y`` (other axes: ``Transpose(Y)``);
 2. ``ConcatFromSequence(new_axis=0, axis=a)`` -> ``Reshape`` merging ``K`` into axis ``a``
-   (after a ``Transpose`` for ``a > 0``; a target right for dims of 0: ``Emitter.merge_axes``);
+   (after a ``Transpose`` for ``a > 0``; a target right for dims of 0: ``core.merge.merge_axes``);
 3. ``SequenceLength`` -> ``Gather(Shape(Y), 0)`` (+ the initial length);
 4. ``SequenceAt(const p)`` -> an initial element, or ``Gather(Y, p - initial length)``.
 
@@ -25,6 +25,7 @@ import onnx_ir as ir
 from seqpasses.core.dims import contradicts, fill_shape
 from seqpasses.core.emit import Emitter
 from seqpasses.core.graph import label, subgraph_path
+from seqpasses.core.merge import merge_axes
 from seqpasses.core.sequence import StaticSequence
 from seqpasses.transfer.loops.appends import READERS, appended_list, reader_ok
 from seqpasses.transfer.loops.induction import (
@@ -328,7 +329,7 @@ def _concat_reader(
         assert stacked.shape is not None  # (given when the scan output was made)
         runs = stacked.shape[0]
         runs_some = (isinstance(runs, int) and runs >= 1) or not initial
-        merged = emit.merge_axes(moved, [*dims[:axis], runs, *dims[axis:]], axis, runs_some)
+        merged = merge_axes(emit, moved, [*dims[:axis], runs, *dims[axis:]], axis, runs_some)
         assert merged is not None  # (plan checked there is a form)
         result = merged
         front = list(initial.elements)
