@@ -388,3 +388,39 @@ def test_quiet_prints_nothing_without_an_output_too() -> None:
     quiet = run_cli("shapes", path, "-q")
     assert quiet.returncode == 0 and quiet.stdout == "" and quiet.stderr == ""
     assert "/Loop_output_0" in run_cli("shapes", path).stdout
+
+
+def test_a_plain_model_is_typed_as_printed_without_the_rewrite_machinery(tmp_path: Path) -> None:
+    # a model with no list, no subgraph and no function (a GRU+LSTM export): `shapes` needs
+    # none of the rewrite rules, nor a second inference for its table, which prints what the
+    # written model declares
+    source = SAMPLES / "vision" / "ts_gru_lstm.onnx"
+    out = tmp_path / "typed.onnx"
+    code = (
+        "import sys\n"
+        "from seqpasses.cli import main\n"
+        f"code = main(['shapes', {str(source)!r}, '--all', '-o', {str(out)!r}])\n"
+        "loaded = {'seqpasses.transfer.table', 'seqpasses.walk.walker',\n"
+        "          'seqpasses.passes.fold_sequences', 'seqpasses.transfer.loops'}\n"
+        "print('LOADED', code, sorted(loaded & set(sys.modules)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert "LOADED 0 []" in result.stdout, result.stdout + result.stderr
+    rows = {
+        line.split()[0]: line.split()[4]
+        for line in result.stdout.splitlines()[2:]
+        if not line.startswith("LOADED")
+    }
+    graph = onnx.load(out).graph
+
+    def text(info: onnx.ValueInfoProto) -> str:
+        dims = info.type.tensor_type.shape.dim
+        return "[" + ",".join(d.dim_param or str(d.dim_value) for d in dims) + "]"
+
+    weights = {w.name for w in graph.initializer}  # (the table lists no weight)
+    infos = [*graph.value_info, *graph.output]
+    declared = {info.name: text(info) for info in infos if info.name not in weights}
+    assert len(declared) > 40
+    assert {name: rows.get(name) for name in declared} == declared

@@ -119,6 +119,7 @@ def annotate(
     first. Returns the notes of that (what was fixed); ``disproved`` gets one line per
     declaration of the model's own that seqpasses disproves and replaces (those notes too)."""
     from seqpasses.checks.selfcheck import passes_checker
+    from seqpasses.passes.analysis import has_lists
     from seqpasses.passes.input_shapes import fix_input_shapes
     from seqpasses.passes.repair_shapes import repair_declarations
 
@@ -126,11 +127,16 @@ def annotate(
     shapes = options.shapes() if options is not None else {}
     if shapes:
         notes = fix_input_shapes(model, shapes)
-    valid = not passes_checker(skeleton(model).proto)
-    # what seqpasses proves of the graph outputs, every fact declared (as shape_facts says)
-    probe = ir.serde.deserialize_model(skeleton(model).proto)
-    fill_shapes_in_place(probe, checkable=False)
-    proved = {value.name: value.shape for value in probe.graph.outputs}
+    given = skeleton(model).proto
+    valid = not passes_checker(given)
+    # what seqpasses proves of the graph outputs, every fact declared (as shape_facts says);
+    # of a model with nothing the walk follows, what the fill below declares (it learns no
+    # fact that onnx's inference could contradict): no probe
+    proved: dict[str | None, ir.Shape | None] = {}
+    if has_lists(model):
+        probe = ir.serde.deserialize_model(given)
+        fill_shapes_in_place(probe, checkable=False)
+        proved = {value.name: value.shape for value in probe.graph.outputs}
     saved = [
         (value, value.type, value.shape)
         for _, graph in graphs(model)
@@ -183,6 +189,23 @@ def infer_shapes_ir(model: ir.Model) -> tuple[ir.Model, ShapeFacts]:
                 sequences[(path, v.name)] = analysis.sequences[v]
             if v.name and v in analysis.integers:
                 integers[(path, v.name)] = analysis.integers[v]
+    return result, _facts(result, sequences, integers)
+
+
+def declared_facts(model: ir.Model) -> ShapeFacts | None:
+    """The facts of a model :func:`annotate` declared, read off its declarations, when it
+    holds nothing the walk follows (no list: no length, element shape or folded integer to
+    add); None when it does (:func:`shape_facts` then)."""
+    from seqpasses.passes.analysis import has_lists
+
+    return None if has_lists(model) else _facts(model, {}, {})
+
+
+def _facts(
+    result: ir.Model,
+    sequences: dict[tuple[str, str], StaticSequence | StackedSequence | Unknown],
+    integers: dict[tuple[str, str], int],
+) -> ShapeFacts:
     facts = ShapeFacts(outputs=[o.name or "" for o in result.graph.outputs])
     for path, graph in graphs(result):
         values = list(graph.inputs) + [out for node in graph for out in node.outputs]
@@ -214,7 +237,7 @@ def infer_shapes_ir(model: ir.Model) -> tuple[ir.Model, ShapeFacts]:
                     else tuple(_dims(e.shape) for e in static.elements),
                 )
             )
-    return result, facts
+    return facts
 
 
 def _taken(

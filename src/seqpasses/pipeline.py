@@ -33,7 +33,6 @@ from seqpasses.errors import BadInputError, SelfCheckError
 from seqpasses.loading import Loaded, load
 from seqpasses.options import Group, Options
 from seqpasses.passes.fill_shapes import fill_shapes_in_place
-from seqpasses.passes.fold_sequences import FoldSequencesPass
 from seqpasses.passes.input_shapes import fix_input_shapes
 from seqpasses.passes.repair_shapes import repair_declarations
 from seqpasses.progress import stage
@@ -82,6 +81,8 @@ def run_passes(
     start = time.perf_counter()
     stage("rewriting sequence ops")
     with no_cycle_collection():  # (the pass writes the op counts, the rewrites, what is left)
+        from seqpasses.passes.fold_sequences import FoldSequencesPass  # (not for `shapes`)
+
         FoldSequencesPass(options.fold(), report, original)(model)
     report.timings["passes"] = time.perf_counter() - start
 

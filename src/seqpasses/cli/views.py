@@ -16,7 +16,7 @@ from seqpasses.core.graph import all_nodes, graph_paths, is_default
 from seqpasses.core.ops import LEFT_OPS, OPTIONAL_OPS, SEQUENCE_OPS
 from seqpasses.core.proto import all_proto_nodes
 from seqpasses.errors import BadInputError
-from seqpasses.inference import annotate, shape_facts
+from seqpasses.inference import annotate, declared_facts, shape_facts
 from seqpasses.options import Options
 from seqpasses.pipeline import Loaded, load, optimize_loaded
 from seqpasses.report import ORIGIN, Report, Rewrite
@@ -86,7 +86,7 @@ def shapes_command(args: argparse.Namespace) -> int:
     if declared is None:
         declared = loaded.fresh()
         annotate(declared, options)
-    facts = shape_facts(declared)
+    facts = declared_facts(declared) or shape_facts(declared)
     outputs = set(facts.outputs)
     chosen = [
         f

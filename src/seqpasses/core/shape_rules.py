@@ -35,6 +35,7 @@ __all__ = [
     "ELEMENTWISE",
     "SAME_AS_INPUT",
     "SHAPED_BY_VECTOR",
+    "BodyFacts",
     "TypeAndShape",
     "broadcast",
     "constant_tensor",
@@ -45,6 +46,8 @@ __all__ = [
 ]
 
 TypeAndShape = tuple[ir.TypeProtocol | None, ir.Shape | None]
+BodyFacts = dict[ir.Value, TypeAndShape]
+"""What an induction over a Loop's body proved of its values."""
 
 ELEMENTWISE = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"})
 

@@ -10,12 +10,8 @@ from seqpasses.core.graph import DEFAULT_DOMAINS, GRAPH_HOLDERS, all_nodes, clea
 from seqpasses.core.ops import LEFT_OPS
 from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
 from seqpasses.options import FoldOptions
-from seqpasses.passes.walk import main_opset
-from seqpasses.report import Report
-from seqpasses.transfer.table import DRY_TABLE
-from seqpasses.walk.walker import Walker
 
-__all__ = ["Analysis", "analyze"]
+__all__ = ["Analysis", "analyze", "has_lists"]
 
 
 @dataclass
@@ -34,8 +30,14 @@ def analyze(model: ir.Model, options: FoldOptions | None = None) -> Analysis:
     SequenceAt/ConcatFromSequence/SequenceLength outputs get the type and shape their rewrite
     would have.
     """
-    if not _has_lists(model):  # (nothing the walk follows: a plain model learns nothing)
+    if not has_lists(model):  # (nothing the walk follows: a plain model learns nothing)
         return Analysis({}, {}, set())
+    # (imported here: a plain model, what ``shapes`` mostly meets, needs none of the rules)
+    from seqpasses.passes.walk import main_opset
+    from seqpasses.report import Report
+    from seqpasses.transfer.table import DRY_TABLE
+    from seqpasses.walk.walker import Walker
+
     walker = Walker(DRY_TABLE, options or FoldOptions(), Report(), dry=True)
     opset = main_opset(model)
     walker.run_model(model, opset)
@@ -44,7 +46,7 @@ def analyze(model: ir.Model, options: FoldOptions | None = None) -> Analysis:
     return Analysis(walker.facts.values, walker.facts.ints, set(walker.facts.proven))
 
 
-def _has_lists(model: ir.Model) -> bool:
+def has_lists(model: ir.Model) -> bool:
     """Whether ``model`` holds anything the walk follows: a sequence or optional op, a
     subgraph, a call of a function, or a graph input that is not a tensor."""
     if any(not isinstance(v.type, ir.TensorType | None) for v in model.graph.inputs):

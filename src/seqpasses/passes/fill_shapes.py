@@ -17,11 +17,11 @@ from seqpasses.core.dims import claimed_shape, concat_shape, contradicts, fill_s
 from seqpasses.core.graph import graphs, onnx_opset
 from seqpasses.core.onnx_inference import infer
 from seqpasses.core.sequence import StackedSequence, StaticSequence, Unknown
+from seqpasses.core.shape_rules import BodyFacts
 from seqpasses.core.skeleton import skeleton
 from seqpasses.options import FoldOptions
 from seqpasses.passes.analysis import Analysis, analyze
 from seqpasses.passes.refine import carried_claims, fill_bodies, refine_shapes, shapeless
-from seqpasses.transfer.loops.lists import BodyFacts
 
 __all__ = ["BodyFacts", "fill_shapes_in_place", "inferred", "sequence_facts"]
 

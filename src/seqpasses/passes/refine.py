@@ -12,10 +12,15 @@ import onnx_ir as ir
 from seqpasses.core.constants import constant_array
 from seqpasses.core.dims import claimed_shape, contradicts, fill_shape, unknown
 from seqpasses.core.graph import subgraphs
-from seqpasses.core.shape_rules import BROADCASTING, SHAPED_BY_VECTOR, broadcast, range_shape
+from seqpasses.core.shape_rules import (
+    BROADCASTING,
+    SHAPED_BY_VECTOR,
+    BodyFacts,
+    broadcast,
+    range_shape,
+)
 from seqpasses.core.shapes import ShapeOracle
 from seqpasses.core.spatial import WINDOWED, concat_dims, windowed_shape
-from seqpasses.transfer.loops.lists import BodyFacts
 
 __all__ = ["carried_claims", "fill_bodies", "refine_shapes", "shapeless"]
 

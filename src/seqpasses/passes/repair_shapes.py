@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import onnx
 import onnx_ir as ir
@@ -28,7 +29,9 @@ from seqpasses.core.graph import all_nodes, is_default, subgraphs
 from seqpasses.core.onnx_inference import infer
 from seqpasses.core.shapes import ShapeOracle
 from seqpasses.core.skeleton import skeleton
-from seqpasses.walk.walker import Walker
+
+if TYPE_CHECKING:  # (the walk's machinery is loaded only by what runs a walk)
+    from seqpasses.walk.walker import Walker
 
 __all__ = ["RepairShapesPass", "repair_declarations"]
 

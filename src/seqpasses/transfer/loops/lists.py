@@ -21,11 +21,11 @@ import onnx_ir as ir
 
 from seqpasses.core.dims import merge_shapes, named_only, same_shape
 from seqpasses.core.sequence import StackedSequence, StaticSequence
-from seqpasses.core.shapes import ShapeOracle, TypeAndShape
+from seqpasses.core.shape_rules import BodyFacts
+from seqpasses.core.shapes import ShapeOracle
 
 __all__ = ["BodyFacts", "Held", "carried_lists"]
 
-BodyFacts = dict[ir.Value, TypeAndShape]
 """What is proved of values inside bodies: their type and shape."""
 
 Held = Callable[[ir.Value], object]
