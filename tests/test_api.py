@@ -101,7 +101,7 @@ OPERATOR_PAGE = {
     "concat_from_sequence_axis0": (["Concat"], (6, 3)),
     "concat_from_sequence_axis1": (["Concat"], (2, 9)),
     "concat_from_sequence_new_axis": (
-        ["Concat", "Reshape"],  # (the stack of three [2,3] tensors; its shape: an initializer)
+        ["Unsqueeze", "Unsqueeze", "Unsqueeze", "Concat"],  # (the axes: an initializer)
         (3, 2, 3),
     ),
     "sequence_erase_default": (["SequenceConstruct"], None),

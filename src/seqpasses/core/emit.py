@@ -19,7 +19,6 @@ import onnx_ir as ir
 from seqpasses.core.dims import Dim, concat_dims, dims_of
 from seqpasses.core.sequence import sequence_dtype
 from seqpasses.core.shape_rules import TypeAndShape
-from seqpasses.core.stack_form import stack_sources
 from seqpasses.core.strings import string_gather
 
 __all__ = ["Emitter", "EmitterCaches"]
@@ -223,29 +222,10 @@ class Emitter:
             and split.inputs[0] is not None
         ):
             return split.inputs[0]
-        stacked = self._stacked(inputs, axis)
-        if stacked is not None:
-            _declare(stacked, type, shape)
-            return stacked
         out = self._add("Concat", inputs, {"axis": axis}).outputs[0]
         out.type = self.type_of(inputs[0])
         out.shape = concat_dims([self._dims(v) for v in inputs], axis)
         _declare(out, type, shape)
-        return out
-
-    def _stacked(self, inputs: Sequence[ir.Value], axis: int) -> ir.Value | None:
-        """A stack (see :mod:`seqpasses.core.stack_form`) as ``Concat`` + ``Reshape``."""
-        found = stack_sources(inputs, axis, self._dims)
-        if found is None:
-            return None
-        parts, element = found
-        flat = self._add("Concat", parts, {"axis": axis}).outputs[0]
-        flat.type = self.type_of(parts[0])
-        flat.shape = concat_dims([list(element)] * len(parts), axis)
-        target = [*element[:axis], len(parts), *element[axis:]]
-        out = self._add("Reshape", [flat, self.int64s(target)]).outputs[0]
-        out.type = flat.type
-        out.shape = ir.Shape(target)
         return out
 
     def split(self, x: ir.Value, axis: int, sizes: Sequence[int]) -> list[ir.Value]:

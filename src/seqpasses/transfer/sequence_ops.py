@@ -271,8 +271,7 @@ RULES: dict[str, tuple[str, str]] = {
     "concat-from-sequence": (Group.SEQUENCE_OPS, "ConcatFromSequence(new_axis=0) -> Concat"),
     "concat-from-sequence-new-axis": (
         Group.SEQUENCE_OPS,
-        "ConcatFromSequence(new_axis=1) -> Concat + Reshape (dims all positive numbers), else "
-        "Unsqueeze each element + Concat",
+        "ConcatFromSequence(new_axis=1) -> Unsqueeze each element + Concat",
     ),
 }
 """The rewrites this family applies: id -> (group, one line of doc)."""

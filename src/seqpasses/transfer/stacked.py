@@ -31,6 +31,7 @@ import onnx_ir as ir
 
 from seqpasses.core.dims import bounded, same_shape, shape_text
 from seqpasses.core.emit import Emitter
+from seqpasses.core.graph import is_default
 from seqpasses.core.merge import merge_axes
 from seqpasses.core.sequence import (
     PositionError,
@@ -121,8 +122,12 @@ def _edited_by_table(
     taken, zero = table
     source = st.tensor
     if row is not None:
+        parts = [source, row]
+        stacked = source.producer()
+        if stacked is not None and stacked.op_type == "Concat" and _on_first_axis(stacked):
+            parts = [*stacked.inputs, row]  # type: ignore[list-item]  # (one Concat, not two)
         full = ir.Shape([rows.plus(st.length, 1), *st.element])
-        source = emit.concat([source, row], 0, type=emit.type_of(st.tensor), shape=full)
+        source = emit.concat(parts, 0, type=emit.type_of(st.tensor), shape=full)
     length = rows.plus(st.length, 1 if row is not None else -1)
     out = emit.op(
         "Gather",
@@ -140,6 +145,11 @@ def _edited_by_table(
     text = f"{what} at {position.name!r} of a [n, *E] tensor: rows picked from a table"
     record = Record(f"stacked-{kind}", text, computed=True)
     return Fold(values={node.outputs[0]: edited}, records=[record])
+
+
+def _on_first_axis(concat: ir.Node) -> bool:
+    axis = concat.attributes.get("axis")
+    return is_default(concat) and axis is not None and axis.value == 0
 
 
 def _inserted_at(
