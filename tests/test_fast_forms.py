@@ -196,7 +196,7 @@ g (float[2,3] x, float[2,3] y, IDX p) => (float[ROWS,2,3] out, int64 n) {
 }"""
 
 
-@pytest.mark.parametrize("opset", [11, 13, 18])
+@pytest.mark.parametrize("opset", [11, 12, 13, 18])
 @pytest.mark.parametrize("dtype", ["int64", "int32"])
 @pytest.mark.parametrize(
     "edit", ["SequenceInsert(s, r, p)", "SequenceErase(s, p)"], ids=["insert", "erase"]
@@ -211,17 +211,24 @@ def test_an_edit_at_a_run_time_position_of_a_small_list_is_a_table_row(
     optimized = seqpasses.optimize(model, report=report)
     assert sequence_op_count(optimized) == 0, [(r.op_type, r.detail) for r in report.left]
     ops = op_counts(optimized)
-    for slow in ("Less", "Where", "Range", "Slice", "GreaterOrEqual", "Cast", "Reshape"):
-        assert ops[slow] == 0, ops
-    # the table of rows, that of the guard and the rows: three Gathers; the list (and the
-    # inserted row) stacked by one Concat of its rows unsqueezed
-    assert ops["Gather"] == 3 and ops["Concat"] == 1, ops
-    assert ops["Unsqueeze"] == 2 + int(inserting), ops  # (x listed twice: unsqueezed once)
-    assert ops["Mul"] == 1 + int(inserting), ops  # (r, and 2p)
-    # every position the edit accepts, and one past each end: that fails as the edit does
+    if inserting and opset < 12:  # (no Clip of integers: the position normalized as before)
+        assert ops["Where"] == 1 and ops["Clip"] == 0, ops
+    else:
+        for slow in ("Less", "Where", "Range", "Slice", "GreaterOrEqual", "Cast", "Reshape"):
+            assert ops[slow] == 0, ops
+        # the table of rows, that of the guard and the rows: three Gathers; the list (and
+        # the inserted row) stacked by one Concat of its rows unsqueezed
+        assert ops["Gather"] == 3 and ops["Concat"] == 1, ops
+        assert ops["Unsqueeze"] == 2 + int(inserting), ops  # (x listed twice: once)
+        assert ops["Mul"] == 1 + int(inserting), ops  # (r, and 2p)
+        assert ops["Clip"] == int(inserting), ops  # (p first clipped: 2p cannot wrap)
+    # every position the edit accepts, one past each end, and the ends of the position's
+    # type (2p of those wraps around): those fail as the edit does
     reach = 3 if inserting else 2
-    positions = range(-reach - 2, reach + 2)
     dt = np.int64 if dtype == "int64" else np.int32
+    info = np.iinfo(dt)
+    positions = [*range(-reach - 2, reach + 2), info.min, info.min + 1, info.max, info.max // 2]
+    positions += [-(info.max // 2) - 1, info.max // 2 + 1]
     y = -X - 1
     feeds = [{"x": X, "y": y, "p": np.array(k, dtype=dt)} for k in positions]
     _check(model, optimized, feeds)

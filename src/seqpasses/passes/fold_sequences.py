@@ -85,7 +85,7 @@ class FoldSequencesPass(ir.passes.InPlacePass):
 
     def _fold(self, model: ir.Model, report: Report) -> bool:
         """The four passes on ``model``, recording into ``report``; whether it changed."""
-        forget_guesses(model)  # (again: a model given to the pass itself)
+        forget_guesses(model, declared=True)  # (again: a model given to the pass itself)
         walk = WalkPass(self.options, report)
         edits = walk.walker.edits
         edits.keep.dead_in_input = dead_nodes(model)  # (not removed: only what the rewrites kill)

@@ -36,11 +36,22 @@ __all__ = ["forget_guesses"]
 _CONTROL_FLOW = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 
 
-def forget_guesses(model: ir.Model) -> None:
+def forget_guesses(model: ir.Model, *, declared: bool = False) -> None:
     """Forget what ``model`` declares of the values its control flow makes (see the module
-    docstring)."""
+    docstring); with ``declared``, the shape declared for any value a node makes but a graph
+    output, where it holds a number (a shape of names only stays): onnx's inference and
+    seqpasses' own find what holds. A traced ``value_info`` of ``[5, 3]`` on an ``[N, 3]`` value is what
+    one run gave; ONNX Runtime runs the model whatever it says, and a rewrite that built a
+    ``Reshape`` target from it computed something else."""
     for node in all_nodes(model):
         inner = subgraphs(node)
+        if declared:
+            for value in node.outputs:
+                shape = value.shape
+                if shape is None or value.is_graph_output():
+                    continue
+                if any(isinstance(d, int) for d in shape):
+                    value.shape = None  # (inferred again, from what the value is made of)
         for value in node.outputs:
             if isinstance(value.type, ir.SequenceType) and value.shape is not None:
                 value.shape = None

@@ -229,8 +229,9 @@ def by_table(
     exactly ``[-m, m-1]`` for ``m`` rows: an erase accepts ``[-n, n-1]``, so it reads its
     tables at ``p``; an insert accepts ``[-n, n]``, so at ``2p`` of tables of ``2n+1`` rows
     (row ``i`` stands for position ``i // 2``: ``2p`` for ``p >= 0``, ``2n + 1 + 2p`` for
-    ``p < 0``, i.e. ``p + n``). Out of range both fail, as the edit does. None when ``n``
-    is not small, or the position (of shape ``shape``) is not known to be an integer scalar."""
+    ``p < 0``, i.e. ``p + n``), ``p`` clipped to ``[-n-1, n+1]`` first (opset 12 on). Out
+    of range both fail, as the edit does. None when ``n`` is not small, or the position (of
+    shape ``shape``) is not known to be an integer scalar, or an insert's opset is below 12."""
     n = st.length
     if not isinstance(n, int) or n > TABLE_ROWS or (n == 0 and not inserting):
         return None
@@ -240,9 +241,16 @@ def by_table(
         return None
     index_type = ir.TensorType(position.dtype)
     if inserting:
+        if emit.opset < 12:  # (Clip takes integers from opset 12)
+            return None
         kept = [[*range(i // 2), n, *range(i // 2, n)] for i in range(2 * n + 1)]
-        two = np.array(2, dtype=position.dtype.numpy())
-        at = emit.op("Mul", [position, emit.constant(two)], type=index_type, shape=ir.Shape([]))
+        kind = position.dtype.numpy()
+        # clipped first to [-n-1, n+1], still outside what an insert accepts where p was: 2p
+        # of a p past 2**62 would wrap around into the table
+        bounds = [emit.constant(np.array(b, dtype=kind)) for b in (-n - 1, n + 1)]
+        near = emit.op("Clip", [position, *bounds], type=index_type, shape=ir.Shape([]))
+        two = emit.constant(np.array(2, dtype=kind))
+        at = emit.op("Mul", [near, two], type=index_type, shape=ir.Shape([]))
     else:
         kept = [[k for k in range(n) if k != i] for i in range(n)]
         at = position
