@@ -366,3 +366,31 @@ def test_a_guess_is_neither_trusted_nor_spread(name: str, tmp_path: Path) -> Non
             for a, b in zip(expected, got, strict=True):
                 np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-5, atol=1e-5)
             assert _refuted(out, _every_value(out, feeds)) == [], (command, spec)
+
+
+def test_a_graph_outputs_declared_numbers_are_not_built_on() -> None:
+    # a graph output declared [5,3,2] that runs as x's [N,M,K] (ONNX Runtime only warns):
+    # the signature stays as declared, and the merge of a list of it reads its dims at run
+    # time (it built [-1,3,2] from the declaration, and gave [8,3,2] for [4,3,4]). ONNX
+    # Runtime's own graph optimizer folds a Shape of such a value to the declared numbers,
+    # so the model is compared with its optimizations off (docs/semantics.md)
+    import seqpasses
+
+    model = onnx.parser.parse_model(
+        HEADER
+        + """
+agraph (float[N,M,K] x, int64 p) => (float[?,?,?] z, float[5,3,2] a) {
+  a = Relu(x)
+  s = SequenceConstruct(a, a, a)
+  e = SequenceErase(s, p)
+  z = ConcatFromSequence<axis = 0, new_axis = 0>(e)
+}"""
+    )
+    optimized = seqpasses.optimize(model)
+    dims = optimized.graph.output[1].type.tensor_type.shape.dim
+    assert [d.dim_value for d in dims] == [5, 3, 2]
+    assert not any(n.op_type.startswith("Sequence") for n in optimized.graph.node)
+    for shape, p in (((2, 3, 4), 1), ((5, 3, 2), -3), ((1, 2, 3), 0)):
+        feeds = {"x": np.ones(shape, np.float32), "p": np.array(p)}
+        report = seqpasses.verify(model, optimized, inputs=[feeds], failures="must_match")
+        assert report.ok, report.mismatch

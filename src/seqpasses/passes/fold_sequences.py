@@ -89,7 +89,14 @@ class FoldSequencesPass(ir.passes.InPlacePass):
         walk = WalkPass(self.options, report)
         edits = walk.walker.edits
         edits.keep.dead_in_input = dead_nodes(model)  # (not removed: only what the rewrites kill)
+        signature = _unclaimed_outputs(model)
         walk(model)
+        for k, given, shape in signature:  # (the model's signature again, for what follows)
+            output = model.graph.outputs[k]
+            if output is given:
+                output.shape = shape
+            else:  # (a value the walk put in the slot: what its old one declared, if it holds)
+                edits.declare_output(output, shape)
         RepairShapesPass(walk.walker)(model)
         dead = RemoveDeadNodesPass(edits.keep.protected(model))
         dead(model)
@@ -109,3 +116,18 @@ class FoldSequencesPass(ir.passes.InPlacePass):
         return walk.walker.edits.recorder.rewrote or any(
             node not in created for node in dead.removed
         )
+
+
+def _unclaimed_outputs(model: ir.Model) -> list[tuple[int, ir.Value, ir.Shape]]:
+    """Forget, for the walk, the numbers a graph output made by a node declares (ONNX Runtime
+    runs a model whose output is [4, 3, 4] where it declares [5, 3, 2], and a rewrite must not
+    build on them: see :func:`forget_guesses`); returns what to declare again after it."""
+    kept: list[tuple[int, ir.Value, ir.Shape]] = []
+    for k, value in enumerate(model.graph.outputs):
+        shape = value.shape
+        if shape is None or value.is_graph_input() or value.producer() is None:
+            continue
+        if isinstance(value.type, ir.TensorType) and any(isinstance(d, int) for d in shape):
+            kept.append((k, value, shape))
+            value.shape = None
+    return kept

@@ -190,6 +190,23 @@ class Edits(MaterializeMixin, BuildsMixin):
             value = self.forwarded[value]
         return value
 
+    def declare_output(self, new: ir.Value, declared: ir.Shape | None) -> None:
+        """Graph output ``new`` takes the shape the model declared for its slot where that
+        holds (a contradicted one is replaced by what the graph computes, with a note)."""
+        if declared is not None and (new.shape is None or not _proven(new.shape)):
+            self.recorder.unverified = (
+                True  # (the declared dims that fill the unknown ones are a guess)
+            )
+        if contradicts(declared, new.shape):
+            # The exporter declared a shape the output never has (seen in TorchScript
+            # exports); keeping it would make the rewritten graph fail ONNX's checker.
+            self.recorder.note(
+                f"output '{new.name}': declared shape {shape_text(declared)} contradicts what "
+                f"the graph computes, {shape_text(new.shape)}: declared so instead"
+            )
+        else:
+            new.shape = fill_shape(declared, new.shape, numbers_win=True)
+
     def take_output_slot(
         self, scope: Scope, index: int, old: ir.Value, new: ir.Value, name: str | None = None
     ) -> None:
@@ -203,19 +220,7 @@ class Edits(MaterializeMixin, BuildsMixin):
         new.name = name
         if old.type is not None:
             new.type = old.type
-        if old.shape is not None and (new.shape is None or not _proven(new.shape)):
-            self.recorder.unverified = (
-                True  # (the declared dims that fill the unknown ones are a guess)
-            )
-        if contradicts(old.shape, new.shape):
-            # The exporter declared a shape the output never has (seen in TorchScript
-            # exports); keeping it would make the rewritten graph fail ONNX's checker.
-            self.recorder.note(
-                f"output '{name}': declared shape {shape_text(old.shape)} contradicts what "
-                f"the graph computes, {shape_text(new.shape)}: declared so instead"
-            )
-        else:
-            new.shape = fill_shape(old.shape, new.shape, numbers_win=True)
+        self.declare_output(new, old.shape)
         # (a slice: onnx_ir's item assignment asks a runtime protocol, 5 µs a call)
         scope.graph.outputs[index : index + 1] = [new]
         slots = scope.output_slots.pop(old, [])
