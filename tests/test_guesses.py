@@ -394,3 +394,33 @@ agraph (float[N,M,K] x, int64 p) => (float[?,?,?] z, float[5,3,2] a) {
         feeds = {"x": np.ones(shape, np.float32), "p": np.array(p)}
         report = seqpasses.verify(model, optimized, inputs=[feeds], failures="must_match")
         assert report.ok, report.mismatch
+
+
+@pytest.mark.parametrize(
+    "reader",
+    ["ConcatFromSequence<axis = 1, new_axis = 0>(s)", "SequenceLength(u)"],
+    ids=["concat", "length"],
+)
+def test_an_initializer_the_caller_may_override_keeps_its_signature(reader: str) -> None:
+    # w is an input with a default (an initializer of [4,3]): the caller may feed [5,3]; its
+    # declared [A,B] stays, and nothing is computed from the default's shape (a split of it
+    # into 4 rows, a length of 4)
+    import seqpasses
+
+    model = onnx.parser.parse_model(
+        HEADER
+        + f"""
+agraph (float[A,B] w) => (z) <float[4,3] w = {{1,2,3,4,5,6,7,8,9,10,11,12}}> {{
+  s = SequenceConstruct(w, w)
+  u = SplitToSequence<axis = 0, keepdims = 0>(w)
+  z = {reader}
+}}"""
+    )
+    optimized = seqpasses.optimize(model)
+    dims = optimized.graph.input[0].type.tensor_type.shape.dim
+    assert [d.dim_param for d in dims] == ["A", "B"]
+    assert not any(n.op_type.startswith(("Sequence", "Split")) for n in optimized.graph.node)
+    for shape in ((5, 3), (4, 2), (4, 3)):
+        feeds = {"w": np.ones(shape, np.float32)}
+        report = seqpasses.verify(model, optimized, inputs=[feeds], failures="must_match")
+        assert report.ok, report.mismatch

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seqpasses.errors import BadInputError
-from seqpasses.interrupts import held_back, record_written
+from seqpasses.interrupts import held_back, ignored, record_written
 
 __all__ = ["Destination", "Move", "Transaction", "destination", "resolved"]
 
@@ -245,9 +245,15 @@ class Transaction:
 
     def close(self) -> None:
         """Remove the staging folders; uncommitted, the folders made for the targets too
-        (those left empty). A signal that comes meanwhile is raised once they are gone."""
-        with held_back():
-            self._close()
+        (those left empty). A signal that comes meanwhile is raised once they are gone, and
+        so is one that lands as the hold begins (Python raises it there, before the block)."""
+        try:
+            with held_back():
+                self._close()
+        except BaseException:
+            with ignored():
+                self._close()
+            raise
 
     def _close(self) -> None:
         for folder in self.staging:

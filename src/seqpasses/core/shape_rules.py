@@ -341,7 +341,10 @@ def sequence_type(node: ir.Node, inputs: list[TypeAndShape | None]) -> ir.Sequen
 
 def constant_tensor(value: ir.Value) -> ir.TensorProtocol | None:
     """The tensor a constant value holds (an initializer, a ``Constant`` node's ``value``):
-    its shape and dtype are read without its data."""
+    its shape and dtype are read without its data. None for an initializer that is also a
+    graph input: the caller may feed another tensor, of another shape."""
+    if value.is_graph_input():
+        return None
     tensor = value.const_value
     if tensor is None:
         node = value.producer()
