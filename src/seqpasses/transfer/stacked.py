@@ -10,8 +10,11 @@ split into chunks of one already is one (its input, transposed). On ``S``:
 2. ``SequenceLength(s)`` -> ``n`` (a Constant when known, else ``Gather(Shape(S), 0)``);
 3. ``SequenceInsert(s, t, p)`` -> ``S`` sliced at ``q`` with ``t`` unsqueezed between
    (no position: appended); ``SequenceErase(s, p)`` -> ``S`` without row ``q`` (no position:
-   the last). A run-time ``p`` is checked and normalized as ``q = Gather(Range(0, n), p)``
-   (``Range(0, n + 1)`` for an insert): out of range it fails, as the original does. A
+   the last). A run-time ``p`` into a list of a known length of at most
+   :data:`rows.TABLE_ROWS`: the rows of the result gathered by a row of a constant table
+   (:func:`rows.by_table`); else ``p`` is checked and normalized as
+   ``q = Gather(Range(0, n), p)`` (``Range(0, n + 1)`` for an insert): out of range either
+   fails, as the original does. A
    ``p`` known before run time in a list of run-time length needs no ``q``: slices of
    constant bounds, and a ``Gather`` of row ``p`` (``p - 1`` for an insert) that nothing
    reads fails where the edit does;
