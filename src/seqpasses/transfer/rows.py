@@ -68,6 +68,11 @@ def length_of(emit: Emitter, st: StackedSequence) -> ir.Value:
         return emit.constant(np.array(st.length, dtype=np.int64))
     int64, scalar = ir.TensorType(ir.DataType.INT64), ir.Shape([])
     if isinstance(st.length, int) and st.guard is not None:
+        read = _read_from_zeros(st.guard)
+        if read is not None:  # (the guard of one edit by table: the length read alike)
+            size, index = read
+            filled = emit.constant(np.full(size, st.length, dtype=np.int64))
+            return emit.op("Gather", [filled, index], type=int64, shape=scalar, axis=0)
         shape = st.guard.shape
         n = emit.op("Add", [emit.int64(st.length), st.guard], type=int64, shape=shape)
         if shape is not None and len(shape) == 0:
@@ -77,6 +82,22 @@ def length_of(emit: Emitter, st: StackedSequence) -> ir.Value:
     shape_of = emit.op("Shape", [st.tensor], type=int64, shape=rank)
     first = emit.constant(np.array(0, dtype=np.int64))
     return emit.op("Gather", [shape_of, first], type=int64, shape=scalar, axis=0)
+
+
+def _read_from_zeros(guard: ir.Value) -> tuple[int, ir.Value] | None:
+    """``(m, k)`` when ``guard`` is a scalar ``Gather`` at ``k`` of ``m`` zeros (what
+    :func:`by_table` makes), else None."""
+    node = guard.producer()
+    if node is None or node.op_type != "Gather" or len(node.inputs) != 2:
+        return None
+    zeros, index = node.inputs
+    table = zeros.const_value if zeros is not None else None
+    if table is None or index is None or index.shape is None or len(index.shape) != 0:
+        return None
+    values = table.numpy()
+    if values.ndim != 1 or values.dtype != np.int64 or values.any():
+        return None
+    return int(values.size), index
 
 
 def positions(emit: Emitter, st: StackedSequence, extra: int) -> ir.Value:
