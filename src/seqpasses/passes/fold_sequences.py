@@ -10,7 +10,7 @@ from seqpasses.core.graph import unique_value_names
 from seqpasses.options import FoldOptions, Group
 from seqpasses.passes.anchor_checks import anchor_checks
 from seqpasses.passes.dead_code import RemoveDeadNodesPass, dead_nodes
-from seqpasses.passes.guesses import forget_guesses
+from seqpasses.passes.guesses import forget_guesses, set_aside_output_numbers
 from seqpasses.passes.initializers import constants_to_initializers
 from seqpasses.passes.inline_functions import fold_with_functions_inlined, sequence_functions
 from seqpasses.passes.narrow_splits import narrow_splits
@@ -89,7 +89,7 @@ class FoldSequencesPass(ir.passes.InPlacePass):
         walk = WalkPass(self.options, report)
         edits = walk.walker.edits
         edits.keep.dead_in_input = dead_nodes(model)  # (not removed: only what the rewrites kill)
-        signature = _unclaimed_outputs(model)
+        signature = set_aside_output_numbers(model)
         walk(model)
         for k, given, shape in signature:  # (the model's signature again, for what follows)
             output = model.graph.outputs[k]
@@ -116,18 +116,3 @@ class FoldSequencesPass(ir.passes.InPlacePass):
         return walk.walker.edits.recorder.rewrote or any(
             node not in created for node in dead.removed
         )
-
-
-def _unclaimed_outputs(model: ir.Model) -> list[tuple[int, ir.Value, ir.Shape]]:
-    """Forget, for the walk, the numbers a graph output made by a node declares (ONNX Runtime
-    runs a model whose output is [4, 3, 4] where it declares [5, 3, 2], and a rewrite must not
-    build on them: see :func:`forget_guesses`); returns what to declare again after it."""
-    kept: list[tuple[int, ir.Value, ir.Shape]] = []
-    for k, value in enumerate(model.graph.outputs):
-        shape = value.shape
-        if shape is None or value.is_graph_input() or value.producer() is None:
-            continue
-        if isinstance(value.type, ir.TensorType) and any(isinstance(d, int) for d in shape):
-            kept.append((k, value, shape))
-            value.shape = None
-    return kept

@@ -31,7 +31,7 @@ import onnx_ir as ir
 
 from seqpasses.core.graph import all_nodes, subgraphs
 
-__all__ = ["forget_guesses"]
+__all__ = ["forget_guesses", "set_aside_output_numbers"]
 
 _CONTROL_FLOW = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 
@@ -47,10 +47,7 @@ def forget_guesses(model: ir.Model, *, declared: bool = False) -> None:
         inner = subgraphs(node)
         if declared:
             for value in node.outputs:
-                shape = value.shape
-                if shape is None or value.is_graph_output():
-                    continue
-                if any(isinstance(d, int) for d in shape):
+                if _numbered(value.shape) and not value.is_graph_output():
                     value.shape = None  # (inferred again, from what the value is made of)
         for value in node.outputs:
             if isinstance(value.type, ir.SequenceType) and value.shape is not None:
@@ -79,6 +76,26 @@ def forget_guesses(model: ir.Model, *, declared: bool = False) -> None:
                     value.shape = ir.Shape(
                         [d if isinstance(d, int) else ir.SymbolicDim(None) for d in shape]
                     )
+
+
+def set_aside_output_numbers(model: ir.Model) -> list[tuple[int, ir.Value, ir.Shape]]:
+    """Forget, for the rewrites, the shape a graph output made by a node declares where it
+    holds a number (ONNX Runtime runs a model whose output is ``[4, 3, 4]`` where it declares
+    ``[5, 3, 2]``: see :func:`forget_guesses`); returns each one's slot, value and shape, the
+    model's signature to declare again after them."""
+    kept: list[tuple[int, ir.Value, ir.Shape]] = []
+    for k, value in enumerate(model.graph.outputs):
+        shape = value.shape
+        if value.is_graph_input() or value.producer() is None:
+            continue
+        if shape is not None and isinstance(value.type, ir.TensorType) and _numbered(shape):
+            kept.append((k, value, shape))
+            value.shape = None
+    return kept
+
+
+def _numbered(shape: ir.Shape | None) -> bool:
+    return shape is not None and any(isinstance(d, int) for d in shape)
 
 
 def _guessed_outputs(node: ir.Node, graph: ir.Graph) -> list[ir.Value]:
