@@ -76,6 +76,14 @@ class Section:
     page: str
     make: Callable[[], str]
     needs: str = ""
+    key: Callable[[str], str] = lambda text: text  # what must match for the table to be current
+
+
+def _verdicts(text: str) -> str:
+    """tract's table without the first error's words: tract analyses a graph in an order of
+    its own hashing, which changes from run to run, and so does which failing node it names
+    first (``ts_unet``: its Pad, or a Div after it). Whether it runs is what must match."""
+    return re.sub(r"\| no: [^|]*", "| no ", text)
 
 
 SECTIONS: dict[str, Section] = {
@@ -95,7 +103,9 @@ SECTIONS: dict[str, Section] = {
         "docs/shapes.md", lambda: _output(lambda: shape_compare.main(["--bodies"]))
     ),
     "openvino-table": Section("docs/backends.md", lambda: _output(_openvino_table), "openvino"),
-    "tract-table": Section("docs/backends.md", lambda: _output(_tract_table), "tract"),
+    "tract-table": Section(
+        "docs/backends.md", lambda: _output(_tract_table), "tract", key=_verdicts
+    ),
 }
 
 
@@ -123,7 +133,7 @@ def _updated(name: str) -> str | None:
     finally:
         os.chdir(cwd)
     new = pattern.sub(lambda m: m.group(1) + body + m.group(2), text)
-    return None if new == text else new
+    return None if section.key(new) == section.key(text) else new
 
 
 def main(argv: list[str]) -> int:
